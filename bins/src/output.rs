@@ -1,0 +1,27 @@
+//! Writing to the terminal: results to stdout, diagnostics to stderr. All
+//! printing of the binaries goes through here.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::io::Write;
+
+/// Print a line of results on stdout (a broken pipe is ignored).
+pub fn line(s: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{s}");
+}
+
+/// Print a value as pretty JSON on stdout.
+pub fn json(v: &serde_json::Value) {
+    line(&serde_json::to_string_pretty(v).unwrap_or_default());
+}
+
+/// Print `error: <message>` on stderr.
+pub fn error(msg: &str) {
+    eprintln!("error: {msg}");
+}
+
+/// Print `warning: <message>` on stderr.
+pub fn warning(msg: &str) {
+    eprintln!("warning: {msg}");
+}

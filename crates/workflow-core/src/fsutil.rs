@@ -1,0 +1,106 @@
+//! Atomic file writes and JSON reads whose errors name the file and field.
+//!
+//! Every state change on disk goes through [`write_atomic`]: a temp file in the
+//! same folder, fsync, rename over the target, fsync of the folder. A process
+//! killed at any instant leaves either the old file or the new one, never half.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::error::{CoreError, Result};
+
+/// Write `bytes` to `path` atomically (temp file, fsync, rename, fsync dir).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    fs::create_dir_all(dir).map_err(|e| CoreError::io("creating", dir, e))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(dir)
+        .map_err(|e| CoreError::io("creating a temp file in", dir, e))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| CoreError::io("writing", tmp.path().to_owned(), e))?;
+    tmp.persist(path)
+        .map_err(|e| CoreError::io("replacing", path, e.error))?;
+    // The rename is durable once the folder entry is: fsync the folder.
+    if let Ok(d) = fs::File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+/// Serialise `value` as pretty JSON (2-space indent, trailing newline) and
+/// write it atomically.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| CoreError::invalid(path, "", format!("cannot serialise: {e}")))?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// Read and parse a JSON file; a parse error names the file and the field path.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    let bytes = fs::read(path).map_err(|e| CoreError::io("reading", path, e))?;
+    parse_json(path, &bytes)
+}
+
+/// Parse JSON bytes that came from `path`; errors name the file and field.
+pub fn parse_json<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
+    let de = &mut serde_json::Deserializer::from_slice(bytes);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        CoreError::Json {
+            path: path.to_owned(),
+            field,
+            message: e.into_inner().to_string(),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Doc {
+        tasks: Vec<Item>,
+    }
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Item {
+        id: crate::TaskId,
+    }
+
+    #[test]
+    fn parse_error_names_file_and_field() {
+        let err = parse_json::<Doc>(
+            Path::new("x/a.json"),
+            br#"{"tasks":[{"id":"ok"},{"id":"../x"}]}"#,
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("`x/a.json`: field `tasks[1].id`: invalid task id"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn atomic_write_replaces() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("sub/f.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(fs::read(&p).unwrap(), b"two");
+        let leftovers: Vec<_> = fs::read_dir(p.parent().unwrap()).unwrap().collect();
+        assert_eq!(leftovers.len(), 1, "no temp files left behind");
+    }
+}

@@ -1,0 +1,525 @@
+//! The task store: the `TaskStore` port and its file implementation.
+//!
+//! [`FileTaskStore`] keeps one JSON file per task in `<session>/tasks/<ID>.json`
+//! (our stand-in for Claude Code's TaskList). Reads need no lock: every write
+//! replaces a whole file atomically, so a reader sees the old task or the new
+//! one. Every read-modify-write (create, update, claim, heartbeat, finish,
+//! reconcile) holds an exclusive `flock` on `tasks/.lock`, so two processes
+//! claiming the same task cannot both win.
+//!
+//! A claim moves a task from `pending` to `in_progress` and records a
+//! [`Lease`] (worker, pid, host, heartbeat). A lease is expired when its
+//! process is gone (pid dead on this host) or its heartbeat is older than the
+//! stall limit; [`TaskStore::reconcile`] puts such tasks back to `pending`.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::error::{CoreError, Result};
+use crate::fsutil;
+use crate::id::TaskId;
+use crate::task::{Lease, Task, TaskStatus};
+
+/// The identity of a worker taking tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerInfo {
+    /// The worker's name (a role, possibly with a suffix).
+    pub worker: String,
+    /// Its process id.
+    pub pid: u32,
+    /// Its host name.
+    pub host: String,
+}
+
+impl WorkerInfo {
+    /// This process, under the given worker name.
+    pub fn current(worker: impl Into<String>) -> Self {
+        WorkerInfo {
+            worker: worker.into(),
+            pid: std::process::id(),
+            host: this_host(),
+        }
+    }
+
+    fn owns(&self, lease: &Lease) -> bool {
+        lease.worker == self.worker && lease.pid == self.pid && lease.host == self.host
+    }
+}
+
+/// This machine's host name (empty when it cannot be read).
+pub fn this_host() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default()
+}
+
+/// When a lease counts as expired.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeasePolicy {
+    /// A heartbeat older than this expires the lease, wherever the worker runs.
+    pub stall_after: Duration,
+}
+
+impl Default for LeasePolicy {
+    fn default() -> Self {
+        LeasePolicy {
+            stall_after: Duration::from_secs(600),
+        }
+    }
+}
+
+impl LeasePolicy {
+    /// Whether `lease` is expired at `now`: its pid is dead on this host, or
+    /// its heartbeat is older than the stall limit.
+    pub fn is_expired(&self, lease: &Lease, now: jiff::Timestamp) -> bool {
+        if lease.host == this_host() && !pid_alive(lease.pid) {
+            return true;
+        }
+        let age = now.duration_since(lease.heartbeat_at);
+        age.unsigned_abs() > self.stall_after && age.is_positive()
+    }
+}
+
+/// Whether a process with this pid exists on this host.
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    if raw <= 0 {
+        return false;
+    }
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
+        Ok(()) | Err(nix::errno::Errno::EPERM) => true,
+        Err(_) => false,
+    }
+}
+
+/// What a claim found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// The task is now `in_progress` under the caller's lease.
+    Claimed(Box<Task>),
+    /// The task is not pending (someone else finished or holds it).
+    NotPending(TaskStatus),
+    /// Some blockers are not completed yet (ids listed).
+    Blocked(Vec<TaskId>),
+}
+
+/// Where tasks live, and the only way their state changes.
+///
+/// The trait is synchronous (file I/O); async callers use
+/// `tokio::task::spawn_blocking`. A networked store implements the same
+/// contract: a claim succeeds for exactly one caller.
+pub trait TaskStore: Send + Sync {
+    /// Every task, ordered by id (number first, then text).
+    fn list(&self) -> Result<Vec<Task>>;
+    /// One task.
+    fn get(&self, id: &TaskId) -> Result<Task>;
+    /// Add a new task; fails if the id exists.
+    fn create(&self, task: Task) -> Result<Task>;
+    /// Change a task under the lock; `f` sees the current version.
+    fn update(&self, id: &TaskId, f: &mut dyn FnMut(&mut Task) -> Result<()>) -> Result<Task>;
+    /// Take a pending task whose blockers are all completed.
+    fn claim(&self, id: &TaskId, worker: &WorkerInfo) -> Result<Claim>;
+    /// Refresh the caller's lease on a task it holds.
+    fn heartbeat(&self, id: &TaskId, worker: &WorkerInfo) -> Result<()>;
+    /// Record the end of the caller's attempt: the new state and the result.
+    fn finish(
+        &self,
+        id: &TaskId,
+        worker: &WorkerInfo,
+        status: TaskStatus,
+        result: Option<Value>,
+    ) -> Result<Task>;
+    /// Reset every in-progress task whose lease is expired (or missing) to
+    /// pending; returns their ids.
+    fn reconcile(&self, policy: &LeasePolicy) -> Result<Vec<TaskId>>;
+}
+
+/// The file task store: `<dir>/<ID>.json`, locked by `<dir>/.lock`.
+#[derive(Debug, Clone)]
+pub struct FileTaskStore {
+    dir: PathBuf,
+}
+
+/// Holds the store's exclusive lock until dropped.
+struct StoreLock {
+    _file: fs::File,
+}
+
+impl FileTaskStore {
+    /// A store over `dir` (created on first write).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        FileTaskStore { dir: dir.into() }
+    }
+
+    /// The store of a session folder: `<session>/tasks/`.
+    pub fn for_session(session_dir: &Path) -> Self {
+        FileTaskStore::new(session_dir.join("tasks"))
+    }
+
+    /// The folder holding the task files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of one task.
+    pub fn path_of(&self, id: &TaskId) -> PathBuf {
+        self.dir.join(format!("{id}.json"))
+    }
+
+    fn lock(&self) -> Result<StoreLock> {
+        fs::create_dir_all(&self.dir).map_err(|e| CoreError::io("creating", &self.dir, e))?;
+        let path = self.dir.join(".lock");
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|e| CoreError::io("opening", &path, e))?;
+        file.lock()
+            .map_err(|e| CoreError::io("locking", &path, e))?;
+        Ok(StoreLock { _file: file })
+    }
+
+    fn read(&self, id: &TaskId) -> Result<Task> {
+        let path = self.path_of(id);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(CoreError::TaskNotFound {
+                    id: id.to_string(),
+                    path: self.dir.clone(),
+                });
+            }
+            Err(e) => return Err(CoreError::io("reading", path, e)),
+        };
+        let task: Task = fsutil::parse_json(&path, &bytes)?;
+        if &task.id != id {
+            return Err(CoreError::invalid(
+                path,
+                "id",
+                format!("`{}` does not match the file name `{id}.json`", task.id),
+            ));
+        }
+        Ok(task)
+    }
+
+    fn write(&self, task: &mut Task) -> Result<()> {
+        task.updated_at = Some(jiff::Timestamp::now());
+        fsutil::write_json_atomic(&self.path_of(&task.id), task)
+    }
+}
+
+/// Order tasks by number then text (`IMPL-2` before `IMPL-10`).
+pub fn task_order(a: &TaskId, b: &TaskId) -> std::cmp::Ordering {
+    let key = |t: &TaskId| (t.prefix().map(str::to_owned), t.number());
+    key(a).cmp(&key(b)).then_with(|| a.cmp(b))
+}
+
+impl TaskStore for FileTaskStore {
+    fn list(&self) -> Result<Vec<Task>> {
+        let entries = match fs::read_dir(&self.dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(CoreError::io("listing", &self.dir, e)),
+        };
+        let mut tasks = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| CoreError::io("listing", &self.dir, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.starts_with('.') {
+                continue;
+            }
+            let Some(stem) = name.strip_suffix(".json") else {
+                continue;
+            };
+            let id = TaskId::new(stem).map_err(|source| CoreError::Id {
+                context: format!("task file `{}`", entry.path().display()),
+                source,
+            })?;
+            tasks.push(self.read(&id)?);
+        }
+        tasks.sort_by(|a, b| task_order(&a.id, &b.id));
+        Ok(tasks)
+    }
+
+    fn get(&self, id: &TaskId) -> Result<Task> {
+        self.read(id)
+    }
+
+    fn create(&self, mut task: Task) -> Result<Task> {
+        let _lock = self.lock()?;
+        if self.path_of(&task.id).exists() {
+            return Err(CoreError::TaskExists {
+                id: task.id.to_string(),
+                path: self.dir.clone(),
+            });
+        }
+        task.created_at.get_or_insert_with(jiff::Timestamp::now);
+        self.write(&mut task)?;
+        Ok(task)
+    }
+
+    fn update(&self, id: &TaskId, f: &mut dyn FnMut(&mut Task) -> Result<()>) -> Result<Task> {
+        let _lock = self.lock()?;
+        let mut task = self.read(id)?;
+        f(&mut task)?;
+        if &task.id != id {
+            return Err(CoreError::invalid(
+                self.path_of(id),
+                "id",
+                "an update may not change the id",
+            ));
+        }
+        self.write(&mut task)?;
+        Ok(task)
+    }
+
+    fn claim(&self, id: &TaskId, worker: &WorkerInfo) -> Result<Claim> {
+        let _lock = self.lock()?;
+        let mut task = self.read(id)?;
+        if task.status != TaskStatus::Pending {
+            return Ok(Claim::NotPending(task.status));
+        }
+        let mut waiting = Vec::new();
+        for blocker in &task.blocked_by {
+            match self.read(blocker) {
+                Ok(b) if b.status == TaskStatus::Completed => {}
+                Ok(_) | Err(CoreError::TaskNotFound { .. }) => waiting.push(blocker.clone()),
+                Err(e) => return Err(e),
+            }
+        }
+        if !waiting.is_empty() {
+            return Ok(Claim::Blocked(waiting));
+        }
+        let now = jiff::Timestamp::now();
+        task.status = TaskStatus::InProgress;
+        task.attempts += 1;
+        task.lease = Some(Lease {
+            worker: worker.worker.clone(),
+            pid: worker.pid,
+            host: worker.host.clone(),
+            acquired_at: now,
+            heartbeat_at: now,
+        });
+        self.write(&mut task)?;
+        Ok(Claim::Claimed(Box::new(task)))
+    }
+
+    fn heartbeat(&self, id: &TaskId, worker: &WorkerInfo) -> Result<()> {
+        let _lock = self.lock()?;
+        let mut task = self.read(id)?;
+        match &mut task.lease {
+            Some(lease) if task.status == TaskStatus::InProgress && worker.owns(lease) => {
+                lease.heartbeat_at = jiff::Timestamp::now();
+            }
+            _ => {
+                return Err(CoreError::BadTransition {
+                    id: id.to_string(),
+                    action: "heartbeat",
+                    state: format!("{} and not leased by `{}`", task.status, worker.worker),
+                });
+            }
+        }
+        self.write(&mut task)
+    }
+
+    fn finish(
+        &self,
+        id: &TaskId,
+        worker: &WorkerInfo,
+        status: TaskStatus,
+        result: Option<Value>,
+    ) -> Result<Task> {
+        let _lock = self.lock()?;
+        let mut task = self.read(id)?;
+        let owned = task.lease.as_ref().is_some_and(|l| worker.owns(l));
+        if task.status != TaskStatus::InProgress || !owned {
+            return Err(CoreError::BadTransition {
+                id: id.to_string(),
+                action: "finish",
+                state: format!("{} and not leased by `{}`", task.status, worker.worker),
+            });
+        }
+        task.status = status;
+        task.lease = None;
+        if result.is_some() {
+            task.result = result;
+        }
+        self.write(&mut task)?;
+        Ok(task)
+    }
+
+    fn reconcile(&self, policy: &LeasePolicy) -> Result<Vec<TaskId>> {
+        let _lock = self.lock()?;
+        let now = jiff::Timestamp::now();
+        let mut reset = Vec::new();
+        for mut task in self.list()? {
+            if task.status != TaskStatus::InProgress {
+                continue;
+            }
+            let expired = task
+                .lease
+                .as_ref()
+                .is_none_or(|l| policy.is_expired(l, now));
+            if expired {
+                task.status = TaskStatus::Pending;
+                task.lease = None;
+                self.write(&mut task)?;
+                reset.push(task.id.clone());
+            }
+        }
+        Ok(reset)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(s: &str) -> TaskId {
+        TaskId::new(s).unwrap()
+    }
+
+    fn store() -> (tempfile::TempDir, FileTaskStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FileTaskStore::for_session(dir.path());
+        (dir, store)
+    }
+
+    #[test]
+    fn claim_needs_pending_and_completed_blockers() {
+        let (_d, s) = store();
+        s.create(Task::new(id("IMPL-1"), "a", "")).unwrap();
+        let mut t2 = Task::new(id("IMPL-2"), "b", "");
+        t2.blocked_by = vec![id("IMPL-1")];
+        s.create(t2).unwrap();
+        let w = WorkerInfo::current("executor");
+        assert_eq!(
+            s.claim(&id("IMPL-2"), &w).unwrap(),
+            Claim::Blocked(vec![id("IMPL-1")])
+        );
+        let Claim::Claimed(t) = s.claim(&id("IMPL-1"), &w).unwrap() else {
+            panic!()
+        };
+        assert_eq!(t.status, TaskStatus::InProgress);
+        assert_eq!(t.attempts, 1);
+        assert_eq!(
+            s.claim(&id("IMPL-1"), &w).unwrap(),
+            Claim::NotPending(TaskStatus::InProgress)
+        );
+        s.heartbeat(&id("IMPL-1"), &w).unwrap();
+        s.finish(
+            &id("IMPL-1"),
+            &w,
+            TaskStatus::Completed,
+            Some(serde_json::json!({"ok": true})),
+        )
+        .unwrap();
+        assert!(matches!(
+            s.claim(&id("IMPL-2"), &w).unwrap(),
+            Claim::Claimed(_)
+        ));
+    }
+
+    #[test]
+    fn only_the_lease_holder_finishes() {
+        let (_d, s) = store();
+        s.create(Task::new(id("A-1"), "a", "")).unwrap();
+        let w = WorkerInfo::current("w1");
+        let other = WorkerInfo::current("w2");
+        s.claim(&id("A-1"), &w).unwrap();
+        let err = s
+            .finish(&id("A-1"), &other, TaskStatus::Completed, None)
+            .unwrap_err();
+        assert!(err.to_string().contains("not leased by `w2`"), "{err}");
+    }
+
+    #[test]
+    fn reconcile_resets_dead_and_stale_leases() {
+        let (_d, s) = store();
+        for n in 1..=3 {
+            s.create(Task::new(id(&format!("T-{n}")), "t", "")).unwrap();
+        }
+        let alive = WorkerInfo::current("alive");
+        let dead = WorkerInfo {
+            worker: "dead".into(),
+            pid: 0x7fff_fff0,
+            host: this_host(),
+        };
+        s.claim(&id("T-1"), &alive).unwrap();
+        s.claim(&id("T-2"), &dead).unwrap();
+        s.claim(&id("T-3"), &alive).unwrap();
+        // Age T-3's heartbeat past the stall limit.
+        s.update(&id("T-3"), &mut |t| {
+            let lease = t.lease.as_mut().unwrap();
+            lease.heartbeat_at -= jiff::SignedDuration::from_secs(3600);
+            Ok(())
+        })
+        .unwrap();
+        let reset = s.reconcile(&LeasePolicy::default()).unwrap();
+        assert_eq!(reset, vec![id("T-2"), id("T-3")]);
+        assert_eq!(s.get(&id("T-1")).unwrap().status, TaskStatus::InProgress);
+        assert_eq!(s.get(&id("T-2")).unwrap().status, TaskStatus::Pending);
+        assert!(s.get(&id("T-2")).unwrap().lease.is_none());
+    }
+
+    #[test]
+    fn threads_racing_for_one_task_have_one_winner() {
+        let (_d, s) = store();
+        s.create(Task::new(id("RACE-1"), "r", "")).unwrap();
+        let wins: usize = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..16)
+                .map(|n| {
+                    let s = s.clone();
+                    scope.spawn(move || {
+                        let w = WorkerInfo::current(format!("w{n}"));
+                        matches!(s.claim(&id("RACE-1"), &w).unwrap(), Claim::Claimed(_))
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| usize::from(h.join().unwrap()))
+                .sum()
+        });
+        assert_eq!(wins, 1);
+    }
+
+    #[test]
+    fn corrupt_file_is_named_and_mismatched_id_refused() {
+        let (_d, s) = store();
+        fs::create_dir_all(s.dir()).unwrap();
+        fs::write(s.dir().join("IMPL-1.json"), "{\"id\": \"IMPL-2\"}").unwrap();
+        let err = s.list().unwrap_err().to_string();
+        assert!(
+            err.contains("IMPL-1.json") && err.contains("field `id`"),
+            "{err}"
+        );
+        fs::write(s.dir().join("IMPL-1.json"), "{\"id\": ").unwrap();
+        let err = s.list().unwrap_err().to_string();
+        assert!(err.contains("IMPL-1.json") && err.contains("EOF"), "{err}");
+    }
+
+    #[test]
+    fn list_orders_numerically() {
+        let (_d, s) = store();
+        for n in [10, 2, 1] {
+            s.create(Task::new(id(&format!("IMPL-{n}")), "t", ""))
+                .unwrap();
+        }
+        let ids: Vec<String> = s
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|t| t.id.to_string())
+            .collect();
+        assert_eq!(ids, ["IMPL-1", "IMPL-2", "IMPL-10"]);
+    }
+}

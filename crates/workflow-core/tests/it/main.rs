@@ -1,0 +1,3 @@
+//! Integration tests of `wavecrew-core`: the store across processes.
+
+mod store_processes;
