@@ -273,6 +273,16 @@ impl TaskId {
         let tail = self.0.rsplit_once('-').map_or(self.0.as_str(), |(_, n)| n);
         tail.parse().ok()
     }
+
+    /// Whether both ids name the same task: equal, or the same prefix and
+    /// number written with different zero padding (`IMPL-3` and `IMPL-003`),
+    /// as plans written by hand often do.
+    pub fn same_task(&self, other: &TaskId) -> bool {
+        self == other
+            || (self.number().is_some()
+                && self.prefix() == other.prefix()
+                && self.number() == other.number())
+    }
 }
 
 #[cfg(test)]
@@ -362,5 +372,7 @@ mod tests {
         assert_eq!(id.prefix(), Some("IMPL"));
         assert_eq!(id.number(), Some(3));
         assert_eq!(TaskId::new("7").unwrap().number(), Some(7));
+        assert!(id.same_task(&TaskId::new("IMPL-3").unwrap()));
+        assert!(!id.same_task(&TaskId::new("EXEC-3").unwrap()));
     }
 }

@@ -134,11 +134,12 @@ impl Plan {
         start.map(|s| self.text[s..].trim())
     }
 
-    /// The dependencies of `task` named in the plan.
+    /// The dependencies of `task` named in the plan (`IMPL-3` in the plan
+    /// names task `IMPL-003`, see [`TaskId::same_task`]).
     pub fn dependencies_of<'a>(&'a self, task: &'a TaskId) -> impl Iterator<Item = &'a TaskId> {
         self.dependencies
             .iter()
-            .filter(move |d| &d.task == task)
+            .filter(move |d| d.task.same_task(task))
             .map(|d| &d.depends_on)
     }
 }
