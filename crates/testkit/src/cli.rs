@@ -1,0 +1,85 @@
+//! Running the workspace's binaries and rendering what they did.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// What a binary did: exit code, stdout and stderr.
+#[derive(Debug, Clone)]
+pub struct CliOutput {
+    /// The exit code (`-1` when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl CliOutput {
+    /// The whole contract as one redacted text, in the uv snapshot layout.
+    pub fn render(&self) -> String {
+        crate::redact(&format!(
+            "exit_code: {}\n----- stdout -----\n{}\n----- stderr -----\n{}",
+            self.code, self.stdout, self.stderr
+        ))
+    }
+
+    /// The same, with `path` (a temp root) replaced by `[ROOT]` first.
+    pub fn render_in(&self, path: &Path) -> String {
+        let root = path.display().to_string();
+        crate::redact(
+            &format!(
+                "exit_code: {}\n----- stdout -----\n{}\n----- stderr -----\n{}",
+                self.code, self.stdout, self.stderr
+            )
+            .replace(&root, "[ROOT]"),
+        )
+    }
+}
+
+impl From<Output> for CliOutput {
+    fn from(o: Output) -> Self {
+        CliOutput {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+/// The path of a workspace binary (`target/<profile>/<name>`), building the
+/// `wavecrew-cli` package first if it is missing.
+pub fn bin_path(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    let exe = std::env::current_exe().expect("current exe");
+    // target/<profile>/deps/<test> → target/<profile>/<name>
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test binary lives in target/<profile>/deps");
+    let path = profile_dir.join(name);
+    if !path.exists() {
+        BUILT.get_or_init(|| {
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+            let status = Command::new(cargo)
+                .args(["build", "--quiet", "-p", "wavecrew-cli", "--bins"])
+                .status()
+                .expect("run cargo build");
+            assert!(status.success(), "building wavecrew-cli failed");
+        });
+    }
+    path
+}
+
+/// Run a workspace binary with `args` in `cwd` (stdin closed) and capture it.
+pub fn run_bin(name: &str, args: &[&str], cwd: &Path) -> CliOutput {
+    Command::new(bin_path(name))
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("CCW_PROJECT_ROOT")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run binary")
+        .into()
+}

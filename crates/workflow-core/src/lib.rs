@@ -1,0 +1,37 @@
+//! The core of wavecrew: validated ids, the task / plan / session models, the
+//! file task store, and the ports (traits) that the other crates implement.
+//!
+//! Everything that becomes a path segment is an id type ([`SessionId`],
+//! [`TaskId`], [`RoleName`]) validated once at the edge. Every file is written
+//! atomically ([`fsutil::write_atomic`]) and every parse error names the file
+//! and the field at fault ([`CoreError`]).
+//!
+//! ```
+//! use wavecrew_core::{Plan, TaskId};
+//!
+//! let plan = Plan::parse("Execution Backend: codex\nIMPL-3 depends on IMPL-1 and IMPL-2\n");
+//! assert_eq!(plan.execution_backend.as_deref(), Some("codex"));
+//! let deps: Vec<&str> = plan.dependencies.iter().map(|d| d.depends_on.as_str()).collect();
+//! assert_eq!(deps, ["IMPL-1", "IMPL-2"]);
+//! assert!(TaskId::new("../etc").is_err());
+//! ```
+
+pub mod analysis;
+pub mod bus;
+pub mod error;
+pub mod fsutil;
+pub mod id;
+pub mod plan;
+pub mod session;
+pub mod source;
+pub mod store;
+pub mod task;
+
+pub use analysis::{AnalysisTask, GraphEntry, TaskAnalysis};
+pub use error::{CoreError, Result};
+pub use id::{IdError, IdKind, IdProblem, RoleName, SessionId, TaskId};
+pub use plan::{Plan, PlanDependency};
+pub use session::{RoleEntry, SessionStatus, TeamSession};
+pub use source::{LoadedTasks, SourceKind};
+pub use store::{Claim, FileTaskStore, LeasePolicy, TaskStore, WorkerInfo};
+pub use task::{Criterion, Lease, Task, TaskStatus};
