@@ -1,1 +1,3 @@
-//! e2e
+//! End-to-end tests of the wavecrew binaries: one test binary, one module per area.
+
+mod plan;

@@ -47,8 +47,12 @@ impl From<Output> for CliOutput {
     }
 }
 
-/// The path of a workspace binary (`target/<profile>/<name>`), building the
-/// `wavecrew-cli` package first if it is missing.
+/// The path of a workspace binary (`target/<profile>/<name>`).
+///
+/// A dev-dependency does not build another package's binaries, so the first
+/// call in each test process runs `cargo build -p wavecrew-cli --bins` for the
+/// test's own profile (a no-op when nothing changed); without it a test could
+/// run a stale binary. Set `WAVECREW_E2E_NO_BUILD=1` to skip the build.
 pub fn bin_path(name: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
     let exe = std::env::current_exe().expect("current exe");
@@ -57,18 +61,31 @@ pub fn bin_path(name: &str) -> PathBuf {
         .parent()
         .and_then(Path::parent)
         .expect("test binary lives in target/<profile>/deps");
-    let path = profile_dir.join(name);
-    if !path.exists() {
-        BUILT.get_or_init(|| {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = Command::new(cargo)
-                .args(["build", "--quiet", "-p", "wavecrew-cli", "--bins"])
-                .status()
-                .expect("run cargo build");
-            assert!(status.success(), "building wavecrew-cli failed");
-        });
-    }
-    path
+    BUILT.get_or_init(|| {
+        if std::env::var_os("WAVECREW_E2E_NO_BUILD").is_some() {
+            return;
+        }
+        let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+            Some("debug") | None => "dev",
+            Some(other) => other,
+        };
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let status = Command::new(cargo)
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "wavecrew-cli",
+                "--bins",
+                "--profile",
+                profile,
+            ])
+            .stdin(std::process::Stdio::null())
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building wavecrew-cli failed");
+    });
+    profile_dir.join(name)
 }
 
 /// Run a workspace binary with `args` in `cwd` (stdin closed) and capture it.

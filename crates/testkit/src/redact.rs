@@ -12,7 +12,10 @@ pub const FILTERS: &[(&str, &str)] = &[
         "[TIMESTAMP]",
     ),
     // Temp folders made by `tempfile` (and the system temp root generally).
-    (r"(?:/private)?/(?:tmp|var/folders/[^/\s]+/[^/\s]+/T)/\.tmp[A-Za-z0-9]+", "[TEMP]"),
+    (
+        r"(?:/private)?/(?:tmp|var/folders/[^/\s]+/[^/\s]+/T)/\.tmp[A-Za-z0-9]+",
+        "[TEMP]",
+    ),
     // Durations as humans and tools print them.
     (r"\b\d+(?:\.\d+)?(?:ns|µs|us|ms|s|m)\b", "[DURATION]"),
     // Process ids.

@@ -38,8 +38,15 @@ impl SessionBuilder {
     /// Add a task to the task store, depending on `deps`.
     #[must_use]
     pub fn task(mut self, id: &str, deps: &[&str]) -> Self {
-        let mut task = Task::new(TaskId::new(id).expect("test task id"), id, format!("do {id}"));
-        task.blocked_by = deps.iter().map(|d| TaskId::new(*d).expect("test dep id")).collect();
+        let mut task = Task::new(
+            TaskId::new(id).expect("test task id"),
+            id,
+            format!("do {id}"),
+        );
+        task.blocked_by = deps
+            .iter()
+            .map(|d| TaskId::new(*d).expect("test dep id"))
+            .collect();
         self.tasks.push(task);
         self
     }

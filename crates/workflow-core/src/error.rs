@@ -50,6 +50,14 @@ pub enum CoreError {
         #[source]
         source: IdError,
     },
+    /// An input path does not exist.
+    #[error("`{path}` does not exist; expected {expected}")]
+    NotFound {
+        /// The path as given.
+        path: PathBuf,
+        /// What should have been there.
+        expected: &'static str,
+    },
     /// A task was asked for that the store does not hold.
     #[error("task `{id}` not found in `{path}`")]
     TaskNotFound {
@@ -79,7 +87,7 @@ pub enum CoreError {
 }
 
 fn field_prefix(field: &str) -> String {
-    if field.is_empty() || field == "." {
+    if field.is_empty() || field == "." || field == "?" {
         String::new()
     } else {
         format!("field `{field}`: ")

@@ -89,7 +89,16 @@ impl LoadedTasks {
 
 /// Load the tasks of a session folder, task folder or plan file.
 pub fn load(path: &Path) -> Result<LoadedTasks> {
-    let meta = fs::metadata(path).map_err(|e| CoreError::io("reading", path, e))?;
+    let meta = fs::metadata(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            CoreError::NotFound {
+                path: path.to_owned(),
+                expected: "a session folder, a task folder or a plan file",
+            }
+        } else {
+            CoreError::io("reading", path, e)
+        }
+    })?;
     let mut loaded = if meta.is_file() {
         load_plan_file(path)?
     } else if path.join("tasks").is_dir() || path.join("task-analysis.json").is_file() {
@@ -234,9 +243,9 @@ fn attach_plan(loaded: &mut LoadedTasks, dir: &Path) -> Result<()> {
         loaded.plan = Some(Plan::parse(&text));
         loaded.plan_path = Some(path);
     } else if let Some(named) = named {
-        loaded
-            .warnings
-            .push(format!("plan `{named}` named by `metadata.plan_path` was not found"));
+        loaded.warnings.push(format!(
+            "plan `{named}` named by `metadata.plan_path` was not found"
+        ));
     }
     Ok(())
 }
@@ -262,7 +271,10 @@ mod tests {
             &tasks.join("IMPL-002.json"),
             r#"{"task_id":"IMPL-002","status":"pending","description":"b"}"#,
         );
-        write(&tmp.path().join(".workflow/plan.md"), "IMPL-2 depends on IMPL-1\n");
+        write(
+            &tmp.path().join(".workflow/plan.md"),
+            "IMPL-2 depends on IMPL-1\n",
+        );
         let loaded = load(&tasks).unwrap();
         assert_eq!(loaded.kind, SourceKind::TaskFolder);
         assert_eq!(loaded.tasks.len(), 2);
@@ -276,7 +288,9 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("S-1");
         let store = FileTaskStore::for_session(&dir);
-        store.create(Task::new(TaskId::new("A-1").unwrap(), "a", "")).unwrap();
+        store
+            .create(Task::new(TaskId::new("A-1").unwrap(), "a", ""))
+            .unwrap();
         write(
             &dir.join("task-analysis.json"),
             r#"{"dependency_graph":{"A-1":[],"A-2":["A-1"]}}"#,
@@ -300,16 +314,28 @@ mod tests {
         let plan = tmp.path().join("plan.md");
         write(&plan, "nothing");
         let err = load(&plan).unwrap_err().to_string();
-        assert!(err.contains("field `tasks`") && err.contains("declares no task"), "{err}");
+        assert!(
+            err.contains("field `tasks`") && err.contains("declares no task"),
+            "{err}"
+        );
         let err = load(&tmp.path().join("missing")).unwrap_err().to_string();
-        assert!(err.contains("reading") && err.contains("missing"), "{err}");
+        assert!(
+            err.contains("`") && err.contains("missing` does not exist"),
+            "{err}"
+        );
     }
 
     #[test]
     fn malformed_task_json_names_file_and_field() {
         let tmp = tempfile::tempdir().unwrap();
-        write(&tmp.path().join("IMPL-1.json"), r#"{"id":"IMPL-1","blockedBy":[1]}"#);
+        write(
+            &tmp.path().join("IMPL-1.json"),
+            r#"{"id":"IMPL-1","blockedBy":[1]}"#,
+        );
         let err = load(tmp.path()).unwrap_err().to_string();
-        assert!(err.contains("IMPL-1.json") && err.contains("field `blockedBy[0]`"), "{err}");
+        assert!(
+            err.contains("IMPL-1.json") && err.contains("field `blockedBy[0]`"),
+            "{err}"
+        );
     }
 }

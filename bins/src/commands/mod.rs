@@ -1,0 +1,3 @@
+//! One module per `wavecrew` subcommand.
+
+pub mod plan;

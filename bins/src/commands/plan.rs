@@ -1,0 +1,278 @@
+//! `wavecrew plan check|waves|graph`: explain the schedule before anything runs.
+//!
+//! Each subcommand loads its input with [`wavecrew_core::source::load`] (a
+//! session folder, a task folder, or a plan file), turns the tasks into
+//! scheduler nodes, and builds the [`Dag`]. `check` reports every problem
+//! (exit 1 when there is one); `waves` and `graph` refuse an invalid graph
+//! with exit 2, since their input cannot be scheduled.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{Value, json};
+use wavecrew_core::source::{self, LoadedTasks};
+use wavecrew_scheduler::{BuildOptions, CheckReport, CyclePolicy, Dag, ScheduleError, TaskNode};
+
+use crate::exit::{CliError, CmdResult, Exit};
+use crate::output;
+
+/// `wavecrew plan …`
+#[derive(Debug, Subcommand)]
+pub enum PlanCommand {
+    /// Validate the dependency graph: unknown and self dependencies, cycles.
+    Check(PlanArgs),
+    /// Print the waves (Kahn levels) and the critical path.
+    Waves(PlanArgs),
+    /// Print the graph as DOT, Mermaid or JSON, waves as ranks.
+    Graph(GraphArgs),
+}
+
+/// The input and options every `plan` subcommand takes.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// A session folder, a task folder (seed 000 or roadmap `.task/`), or a plan file.
+    pub input: PathBuf,
+    /// Print machine-readable JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// What to do with dependency cycles: refuse them, or release the
+    /// lowest-numbered waiting task (seed 004).
+    #[arg(long, value_enum, default_value_t = CyclePolicyArg::Abort)]
+    pub cycle_policy: CyclePolicyArg,
+}
+
+/// `wavecrew plan graph` arguments.
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// A session folder, a task folder (seed 000 or roadmap `.task/`), or a plan file.
+    pub input: PathBuf,
+    /// The output format.
+    #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
+    pub format: GraphFormat,
+    /// What to do with dependency cycles.
+    #[arg(long, value_enum, default_value_t = CyclePolicyArg::Abort)]
+    pub cycle_policy: CyclePolicyArg,
+}
+
+/// `--cycle-policy` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CyclePolicyArg {
+    /// Refuse a graph with cycles (seed 000).
+    Abort,
+    /// Release the lowest-numbered waiting task, with a warning (seed 004).
+    Force,
+}
+
+impl From<CyclePolicyArg> for CyclePolicy {
+    fn from(p: CyclePolicyArg) -> Self {
+        match p {
+            CyclePolicyArg::Abort => CyclePolicy::Abort,
+            CyclePolicyArg::Force => CyclePolicy::Force,
+        }
+    }
+}
+
+/// `--format` values of `wavecrew plan graph`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GraphFormat {
+    /// Graphviz DOT.
+    Dot,
+    /// A Mermaid flowchart.
+    Mermaid,
+    /// JSON: tasks, waves, critical path.
+    Json,
+}
+
+/// Run a `wavecrew plan` subcommand.
+pub fn run(cmd: PlanCommand) -> CmdResult {
+    match cmd {
+        PlanCommand::Check(args) => check(&args),
+        PlanCommand::Waves(args) => waves(&args),
+        PlanCommand::Graph(args) => graph(&args),
+    }
+}
+
+/// The loaded input and the result of building its graph.
+struct Built {
+    loaded: LoadedTasks,
+    result: Result<Dag, ScheduleError>,
+}
+
+fn build(input: &std::path::Path, policy: CyclePolicyArg) -> Result<Built, CliError> {
+    let loaded = source::load(input)?;
+    for w in &loaded.warnings {
+        output::warning(w);
+    }
+    let nodes = loaded.tasks.iter().map(|task| {
+        let mut node = TaskNode::new(task.id.clone(), loaded.dependencies_of(task))
+            .with_done(loaded.is_done(task))
+            .with_files(task.files());
+        if let Some(secs) = task.estimate_secs() {
+            node = node.with_estimate(secs);
+        }
+        if let Some(exec) = task.executor() {
+            node = node.with_class(exec);
+        }
+        node
+    });
+    let options = BuildOptions::default()
+        .with_satisfied(loaded.completed.iter().cloned())
+        .with_cycle_policy(policy.into());
+    let result = Dag::build(nodes, &options);
+    Ok(Built { loaded, result })
+}
+
+/// The graph, or exit 2 with every problem listed.
+fn valid(built: Built) -> Result<(LoadedTasks, Dag), CliError> {
+    match built.result {
+        Ok(dag) => Ok((built.loaded, dag)),
+        Err(e) => Err(CliError::bad_input(anyhow::anyhow!(
+            "`{}`: {e}",
+            built.loaded.path.display()
+        ))),
+    }
+}
+
+fn check(args: &PlanArgs) -> CmdResult {
+    let built = build(&args.input, args.cycle_policy)?;
+    let report = CheckReport::from_build(&built.result);
+    if args.json {
+        output::json(&serde_json::to_value(&report).map_err(CliError::internal)?);
+    } else {
+        for problem in &report.errors {
+            output::line(&format!("error[{}]: {}", problem.kind(), problem.message()));
+        }
+        for problem in &report.warnings {
+            output::line(&format!(
+                "warning[{}]: {}",
+                problem.kind(),
+                problem.message()
+            ));
+        }
+        match &built.result {
+            Ok(dag) => {
+                let waves = dag.waves();
+                let critical = dag.critical_path();
+                output::line(&format!(
+                    "ok: {} ({}): {} tasks, {} already completed, {} waves; critical path {}",
+                    built.loaded.kind.as_str(),
+                    built.loaded.path.display(),
+                    dag.len(),
+                    dag.len() - dag.pending_len(),
+                    waves.len(),
+                    arrow_list(&critical.path),
+                ));
+            }
+            Err(_) => output::line(&format!(
+                "{} problem{} found in {} `{}`",
+                report.errors.len(),
+                if report.errors.len() == 1 { "" } else { "s" },
+                built.loaded.kind.as_str(),
+                built.loaded.path.display(),
+            )),
+        }
+    }
+    Ok(if report.ok {
+        Exit::Success
+    } else {
+        Exit::Failed
+    })
+}
+
+fn waves(args: &PlanArgs) -> CmdResult {
+    let (loaded, dag) = valid(build(&args.input, args.cycle_policy)?)?;
+    let waves = dag.waves();
+    let critical = dag.critical_path();
+    for w in &waves.warnings {
+        output::warning(w);
+    }
+    let completed: Vec<&str> = dag
+        .nodes()
+        .filter(|n| n.done)
+        .map(|n| n.id.as_str())
+        .collect();
+    if args.json {
+        output::json(&json!({
+            "waves": waves.waves,
+            "critical_path": critical.path,
+            "critical_path_seconds": critical.total,
+            "tasks": dag.len(),
+            "pending": dag.pending_len(),
+            "completed": completed,
+            "forced": waves.forced,
+            "source": { "kind": loaded.kind.as_str(), "path": loaded.path },
+        }));
+        return Ok(Exit::Success);
+    }
+    for (n, wave) in waves.waves.iter().enumerate() {
+        let ids: Vec<&str> = wave.iter().map(wavecrew_core::TaskId::as_str).collect();
+        output::line(&format!("wave {}: {}", n + 1, ids.join(", ")));
+    }
+    let estimated = loaded.tasks.iter().any(|t| t.estimate_secs().is_some());
+    output::line(&format!(
+        "critical path: {} ({})",
+        arrow_list(&critical.path),
+        if estimated {
+            human_seconds(critical.total)
+        } else {
+            format!("{} tasks, no estimates", critical.path.len())
+        }
+    ));
+    output::line(&format!(
+        "{} tasks ({} already completed) in {} waves",
+        dag.len(),
+        completed.len(),
+        waves.len()
+    ));
+    Ok(Exit::Success)
+}
+
+fn graph(args: &GraphArgs) -> CmdResult {
+    let (loaded, dag) = valid(build(&args.input, args.cycle_policy)?)?;
+    let states: HashMap<wavecrew_core::TaskId, &str> = loaded
+        .tasks
+        .iter()
+        .map(|t| {
+            let state = if loaded.is_done(t) {
+                "completed"
+            } else {
+                t.status.as_str()
+            };
+            (t.id.clone(), state)
+        })
+        .collect();
+    match args.format {
+        GraphFormat::Dot => output::line(dag.to_dot(Some(&states)).trim_end()),
+        GraphFormat::Mermaid => output::line(dag.to_mermaid(Some(&states)).trim_end()),
+        GraphFormat::Json => {
+            let v: Value = dag.to_json(Some(&states));
+            output::json(&v);
+        }
+    }
+    Ok(Exit::Success)
+}
+
+fn arrow_list(ids: &[wavecrew_core::TaskId]) -> String {
+    if ids.is_empty() {
+        return "(none)".to_owned();
+    }
+    ids.iter()
+        .map(wavecrew_core::TaskId::as_str)
+        .collect::<Vec<_>>()
+        .join(" → ")
+}
+
+/// `55m estimated`, `1h 05m estimated`, `12s estimated`.
+fn human_seconds(secs: f64) -> String {
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let s = secs.round().max(0.0) as u64;
+    let text = if s >= 3600 {
+        format!("{}h {:02}m", s / 3600, (s % 3600) / 60)
+    } else if s >= 60 {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    };
+    format!("{text} estimated")
+}

@@ -1,0 +1,77 @@
+//! The command-line front ends of wavecrew. Each binary in `src/bin/` is a few
+//! lines that call a `main` here; the commands live in [`commands`], one module
+//! per subcommand, and every error maps to an [`exit::Exit`] code at the top.
+
+pub mod commands;
+pub mod exit;
+pub mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::exit::{CliError, Exit};
+
+/// `wavecrew`: run and inspect AI coding-agent pipelines.
+#[derive(Debug, Parser)]
+#[command(name = "wavecrew", version, about, long_about = None)]
+pub struct Cli {
+    /// The subcommand.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands of `wavecrew`.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Explain the schedule before anything runs: check, waves, graph.
+    #[command(subcommand)]
+    Plan(commands::plan::PlanCommand),
+}
+
+/// The `wavecrew` binary's main: parse, run, map the outcome to an exit code.
+pub fn wavecrew_main() -> ExitCode {
+    init_tracing();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(&e),
+    };
+    let result = match cli.command {
+        Command::Plan(cmd) => commands::plan::run(cmd),
+    };
+    finish(result)
+}
+
+/// Print a clap error or help text, with exit 2 for usage errors and 0 for
+/// `--help` / `--version`.
+pub fn clap_exit(e: &clap::Error) -> ExitCode {
+    let _ = e.print();
+    if e.use_stderr() {
+        Exit::BadInput.into()
+    } else {
+        Exit::Success.into()
+    }
+}
+
+/// Turn a command's result into the process exit code, printing the error.
+pub fn finish(result: Result<Exit, CliError>) -> ExitCode {
+    match result {
+        Ok(code) => code.into(),
+        Err(e) => {
+            output::error(&e.to_string());
+            e.exit.into()
+        }
+    }
+}
+
+/// Logs go to stderr, filtered by `WAVECREW_LOG` (default `warn`).
+pub fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("WAVECREW_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .with_target(false)
+        .try_init();
+}
