@@ -1,3 +1,4 @@
 //! Integration tests of `wavecrew-core`: the store across processes.
 
+mod props;
 mod store_processes;
