@@ -40,7 +40,7 @@ impl Dag {
             }
         };
         let mut start: Option<usize> = None;
-        for wave in &self.levels().waves {
+        for wave in self.levels().iter() {
             for &i in wave {
                 let i = i as usize;
                 if start.is_none_or(|s| better(i, s)) {
@@ -73,14 +73,13 @@ impl Dag {
     /// completed or unknown task.
     pub fn remaining_length(&self, id: &str) -> Option<f64> {
         let i = self.index_of(id)?;
-        (!self.node_at(i).done).then(|| self.remaining_by_index()[i])
+        (!self.is_done(i)).then(|| self.remaining_by_index()[i])
     }
 
     /// The remaining path length of every pending task.
     pub fn remaining_lengths(&self) -> HashMap<TaskId, f64> {
         let rem = self.remaining_by_index();
         self.levels()
-            .waves
             .iter()
             .flatten()
             .map(|&i| (self.node_at(i as usize).id.clone(), rem[i as usize]))
@@ -91,7 +90,7 @@ impl Dag {
     pub(crate) fn remaining_by_index(&self) -> Vec<f64> {
         let levels = &self.levels().level;
         let mut rem = vec![0.0f64; self.len()];
-        for wave in self.levels().waves.iter().rev() {
+        for wave in self.levels().iter().rev() {
             for &i in wave {
                 let i = i as usize;
                 let tail = self

@@ -17,10 +17,9 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 
-use petgraph::Direction;
-use petgraph::graph::{DiGraph, NodeIndex};
 use wavecrew_core::TaskId;
 
+use crate::dag::{Adjacency, CsrGraph};
 use crate::node::TaskNode;
 use crate::problem::{GraphProblem, ProblemKind};
 
@@ -34,14 +33,20 @@ const BREAK_TEST_BUDGET: usize = 4_000_000;
 /// Group members named in a message, at most.
 const NAMED_MEMBERS: usize = 10;
 
-/// The cycle problems of `graph` (edges run dependency → dependent), in
-/// order of each group's lowest rank. `rank[i]` orders node `i` by id.
-pub(crate) fn cycle_problems(graph: &DiGraph<TaskNode, ()>, rank: &[u32]) -> Vec<GraphProblem> {
+/// The cycle problems of the graph (`graph`: dependency → dependent,
+/// `pred` the reverse), in order of each group's lowest rank. `rank[i]`
+/// orders node `i` by id.
+pub(crate) fn cycle_problems(
+    nodes: &[TaskNode],
+    graph: &CsrGraph,
+    pred: &Adjacency,
+    rank: &[u32],
+) -> Vec<GraphProblem> {
     let mut groups: Vec<Vec<usize>> = petgraph::algo::tarjan_scc(graph)
         .into_iter()
         .filter(|c| c.len() > 1)
         .map(|c| {
-            let mut members: Vec<usize> = c.into_iter().map(NodeIndex::index).collect();
+            let mut members: Vec<usize> = c.into_iter().map(|m| m as usize).collect();
             members.sort_unstable_by_key(|&m| rank[m]);
             members
         })
@@ -49,13 +54,13 @@ pub(crate) fn cycle_problems(graph: &DiGraph<TaskNode, ()>, rank: &[u32]) -> Vec
     groups.sort_unstable_by_key(|g| rank[g[0]]);
     groups
         .iter()
-        .flat_map(|g| Group::new(graph, g).problems())
+        .flat_map(|g| Group::new(nodes, pred, g).problems())
         .collect()
 }
 
 /// One strongly connected group with local indices (in rank order).
 struct Group<'g> {
-    graph: &'g DiGraph<TaskNode, ()>,
+    nodes: &'g [TaskNode],
     members: &'g [usize],
     /// `deps[a]` = local indices that member `a` depends on, ascending.
     deps: Vec<Vec<usize>>,
@@ -63,15 +68,16 @@ struct Group<'g> {
 }
 
 impl<'g> Group<'g> {
-    fn new(graph: &'g DiGraph<TaskNode, ()>, members: &'g [usize]) -> Self {
+    fn new(nodes: &'g [TaskNode], pred: &Adjacency, members: &'g [usize]) -> Self {
         let local: HashMap<usize, usize> =
             members.iter().enumerate().map(|(l, &g)| (g, l)).collect();
         let deps: Vec<Vec<usize>> = members
             .iter()
             .map(|&g| {
-                let mut d: Vec<usize> = graph
-                    .neighbors_directed(NodeIndex::new(g), Direction::Incoming)
-                    .filter_map(|n| local.get(&n.index()).copied())
+                let mut d: Vec<usize> = pred
+                    .of(g)
+                    .iter()
+                    .filter_map(|&n| local.get(&(n as usize)).copied())
                     .collect();
                 d.sort_unstable();
                 d
@@ -79,7 +85,7 @@ impl<'g> Group<'g> {
             .collect();
         let edge_count = deps.iter().map(Vec::len).sum();
         Self {
-            graph,
+            nodes,
             members,
             deps,
             edge_count,
@@ -87,7 +93,7 @@ impl<'g> Group<'g> {
     }
 
     fn id(&self, local: usize) -> &TaskId {
-        &self.graph[NodeIndex::new(self.members[local])].id
+        &self.nodes[self.members[local]].id
     }
 
     fn problems(&self) -> Vec<GraphProblem> {
@@ -206,7 +212,7 @@ impl<'g> Group<'g> {
         let mut ids: Vec<TaskId> = self
             .members
             .iter()
-            .map(|&g| self.graph[NodeIndex::new(g)].id.clone())
+            .map(|&g| self.nodes[g].id.clone())
             .collect();
         ids.sort();
         GraphProblem::new(ProblemKind::Cycle, message)
@@ -241,7 +247,7 @@ impl<'g> Group<'g> {
         let mut ids: Vec<&str> = self
             .members
             .iter()
-            .map(|&g| self.graph[NodeIndex::new(g)].id.as_str())
+            .map(|&g| self.nodes[g].id.as_str())
             .collect();
         ids.sort_unstable();
         let mut s = ids

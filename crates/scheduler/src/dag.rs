@@ -1,22 +1,38 @@
-//! The task graph: [`Dag::build`] validates the nodes and builds a petgraph
-//! [`DiGraph`], then computes the waves once.
+//! The task graph: [`Dag::build`] validates the nodes, builds the
+//! adjacency in both directions, and computes the waves once.
 //!
 //! Edges run from a dependency to its dependent, and exist only between
 //! pending tasks: a dependency on a completed task (`done`), or on an id in
 //! [`BuildOptions::satisfied`], is satisfied and leaves no edge.
+//!
+//! The adjacency is compressed sparse rows (every neighbour list
+//! contiguous), built in O(V + E) by counting sorts: a million-task graph
+//! builds in a fraction of a second. [`Dag::graph`] gives the same graph as
+//! a petgraph [`DiGraph`] (built on first use) for petgraph's algorithms;
+//! cycle analysis runs petgraph's Tarjan SCC on a petgraph [`Csr`] view.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+use std::sync::OnceLock;
 
-use petgraph::Direction;
+use petgraph::Directed;
+use petgraph::csr::Csr;
 use petgraph::graph::{DiGraph, NodeIndex};
 use wavecrew_core::TaskId;
 
 use crate::cycles::cycle_problems;
 use crate::error::ScheduleError;
+use crate::index::IdIndex;
 use crate::node::TaskNode;
 use crate::problem::GraphProblem;
 use crate::validate::{Resolved, resolve};
-use crate::waves::{Levels, kahn_levels};
+use crate::waves::{Levels, UNASSIGNED, kahn_levels};
+
+/// The petgraph form of a [`Dag`]: node `i` (weight: the task id) is
+/// [`Dag::node_by_index`]`(i)`; edges run dependency → dependent.
+pub type TaskGraph = DiGraph<TaskId, ()>;
+
+/// The compressed-sparse-row view used for Tarjan's SCC.
+pub(crate) type CsrGraph = Csr<(), (), Directed, u32>;
 
 /// What to do when tasks wait on each other in a cycle.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -58,8 +74,13 @@ impl BuildOptions {
 /// A validated task graph with its waves.
 #[derive(Debug, Clone)]
 pub struct Dag {
-    graph: DiGraph<TaskNode, ()>,
-    index: HashMap<TaskId, u32>,
+    nodes: Vec<TaskNode>,
+    done: Vec<bool>,
+    index: IdIndex,
+    /// dependency → dependents.
+    succ: Adjacency,
+    /// dependent → dependencies.
+    pred: Adjacency,
     /// `rank[i]`: position of node `i` in id order.
     rank: Vec<u32>,
     /// Node indices in id order.
@@ -67,6 +88,7 @@ pub struct Dag {
     levels: Levels,
     policy: CyclePolicy,
     cycles: Vec<GraphProblem>,
+    graph: OnceLock<TaskGraph>,
 }
 
 impl Dag {
@@ -82,40 +104,42 @@ impl Dag {
     /// with the same prefix and number (`IMPL-3` → `IMPL-003`, as plan text
     /// writes it). The node's `deps` are rewritten to the resolved ids and
     /// repeats dropped. A completed task's own dependencies are not checked.
+    ///
+    /// Runs in O(V + E) plus sorting the ids (skipped when the input is
+    /// already in id order); cycle analysis only runs when there is a cycle.
     pub fn build(
         nodes: impl IntoIterator<Item = TaskNode>,
         options: &BuildOptions,
     ) -> Result<Dag, ScheduleError> {
         let Resolved {
             nodes,
+            done,
             index,
-            edges,
+            preds,
             mut problems,
         } = resolve(nodes.into_iter().collect(), &options.satisfied);
-
-        let mut order: Vec<u32> = (0..index.len())
-            .map(|i| u32::try_from(i).unwrap_or(u32::MAX))
-            .collect();
+        let n = nodes.len();
+        #[allow(clippy::cast_possible_truncation)] // at most u32::MAX nodes (validate)
+        let mut order: Vec<u32> = (0..n as u32).collect();
         if !nodes.is_sorted_by(|a, b| a.id <= b.id) {
             order.sort_unstable_by(|&a, &b| nodes[a as usize].id.cmp(&nodes[b as usize].id));
         }
-        let mut rank = vec![0; order.len()];
+        let mut rank = vec![0u32; n];
         for (r, &i) in order.iter().enumerate() {
-            rank[i as usize] = u32::try_from(r).unwrap_or(u32::MAX);
+            #[allow(clippy::cast_possible_truncation)]
+            {
+                rank[i as usize] = r as u32;
+            }
         }
 
-        let mut graph = DiGraph::with_capacity(nodes.len(), edges.len());
-        for node in nodes {
-            graph.add_node(node);
-        }
-        for (a, b) in edges {
-            graph.add_edge(NodeIndex::new(a as usize), NodeIndex::new(b as usize), ());
-        }
+        let pred = Adjacency::from_sorted(n, &preds);
+        drop(preds);
+        let succ = pred.transpose();
 
         let force = options.cycle_policy == CyclePolicy::Force;
-        let levels = kahn_levels(&graph, &rank, force);
+        let levels = kahn_levels(&nodes, &done, &succ, &pred, &order, force);
         let cycles = if levels.stalled || !levels.forced.is_empty() {
-            cycle_problems(&graph, &rank)
+            cycle_problems(&nodes, &succ.to_csr(), &pred, &rank)
         } else {
             Vec::new()
         };
@@ -124,24 +148,28 @@ impl Dag {
             return Err(ScheduleError::Invalid { problems });
         }
         Ok(Dag {
-            graph,
+            nodes,
+            done,
             index,
+            succ,
+            pred,
             rank,
             order,
             levels,
             policy: options.cycle_policy,
             cycles,
+            graph: OnceLock::new(),
         })
     }
 
     /// Number of tasks, completed ones included.
     pub fn len(&self) -> usize {
-        self.graph.node_count()
+        self.nodes.len()
     }
 
     /// Whether the graph has no task at all.
     pub fn is_empty(&self) -> bool {
-        self.graph.node_count() == 0
+        self.nodes.is_empty()
     }
 
     /// Number of tasks still to run (not `done`).
@@ -149,53 +177,66 @@ impl Dag {
         self.levels
             .level
             .iter()
-            .filter(|&&l| l != crate::waves::UNASSIGNED)
+            .filter(|&&l| l != UNASSIGNED)
             .count()
     }
 
     /// The task with this id.
     pub fn get(&self, id: &str) -> Option<&TaskNode> {
-        self.index
-            .get(id)
-            .map(|&i| &self.graph[NodeIndex::new(i as usize)])
+        self.index_of(id).map(|i| &self.nodes[i])
     }
 
     /// Every task, in id order.
     pub fn nodes(&self) -> impl Iterator<Item = &TaskNode> + '_ {
-        self.order
-            .iter()
-            .map(|&i| &self.graph[NodeIndex::new(i as usize)])
+        self.order.iter().map(|&i| &self.nodes[i as usize])
     }
 
-    /// The petgraph graph: node weights are the tasks (in input order, ids
-    /// deduplicated), edges run dependency → dependent between pending tasks.
-    pub fn graph(&self) -> &DiGraph<TaskNode, ()> {
-        &self.graph
+    /// The graph as a petgraph [`DiGraph`] (built on first use): node `i`
+    /// carries the id of [`Dag::node_by_index`]`(i)` (input order,
+    /// duplicates removed); edges run dependency → dependent between
+    /// pending tasks.
+    pub fn graph(&self) -> &TaskGraph {
+        self.graph.get_or_init(|| {
+            let mut g = DiGraph::with_capacity(self.nodes.len(), self.succ.targets.len());
+            for node in &self.nodes {
+                g.add_node(node.id.clone());
+            }
+            for a in 0..self.nodes.len() {
+                for &b in self.succ.of(a) {
+                    g.add_edge(NodeIndex::new(a), NodeIndex::new(b as usize), ());
+                }
+            }
+            g
+        })
+    }
+
+    /// The task at graph node `index`.
+    pub fn node_by_index(&self, index: u32) -> Option<&TaskNode> {
+        self.nodes.get(index as usize)
+    }
+
+    /// The graph node of the task `id`.
+    pub fn node_index(&self, id: &str) -> Option<u32> {
+        self.index.get(id, |p| self.nodes[p as usize].id.as_str())
     }
 
     /// The pending tasks that wait for `id`, in id order.
     pub fn dependents(&self, id: &str) -> Vec<&TaskId> {
-        self.neighbors(id, Direction::Outgoing)
+        self.neighbours(&self.succ, id)
     }
 
     /// The pending tasks `id` waits for, in id order.
     pub fn dependencies(&self, id: &str) -> Vec<&TaskId> {
-        self.neighbors(id, Direction::Incoming)
+        self.neighbours(&self.pred, id)
     }
 
-    fn neighbors(&self, id: &str, dir: Direction) -> Vec<&TaskId> {
-        let Some(&i) = self.index.get(id) else {
+    fn neighbours<'a>(&'a self, adjacency: &'a Adjacency, id: &str) -> Vec<&'a TaskId> {
+        let Some(i) = self.index_of(id) else {
             return Vec::new();
         };
-        let mut n: Vec<usize> = self
-            .graph
-            .neighbors_directed(NodeIndex::new(i as usize), dir)
-            .map(NodeIndex::index)
-            .collect();
-        n.sort_unstable_by_key(|&j| self.rank[j]);
-        n.into_iter()
-            .map(|j| &self.graph[NodeIndex::new(j)].id)
-            .collect()
+        let mut n: Vec<u32> = adjacency.of(i).to_vec();
+        n.sort_unstable_by_key(|&j| self.rank[j as usize]);
+        n.into_iter().map(|j| &self.nodes[j as usize].id).collect()
     }
 
     /// The cycle policy the graph was built with.
@@ -209,11 +250,15 @@ impl Dag {
     }
 
     pub(crate) fn node_at(&self, i: usize) -> &TaskNode {
-        &self.graph[NodeIndex::new(i)]
+        &self.nodes[i]
+    }
+
+    pub(crate) fn is_done(&self, i: usize) -> bool {
+        self.done[i]
     }
 
     pub(crate) fn index_of(&self, id: &str) -> Option<usize> {
-        self.index.get(id).map(|&i| i as usize)
+        self.node_index(id).map(|i| i as usize)
     }
 
     pub(crate) fn rank(&self) -> &[u32] {
@@ -228,17 +273,92 @@ impl Dag {
         &self.levels
     }
 
+    /// Pending nodes, lowest-numbered first (the force policy's order).
+    pub(crate) fn number_order(&self) -> Vec<u32> {
+        crate::waves::number_order(&self.nodes, &self.done, &self.order)
+    }
+
     /// Pending successors (dependents) of node `i`.
     pub(crate) fn successors(&self, i: usize) -> impl Iterator<Item = usize> + '_ {
-        self.graph
-            .neighbors_directed(NodeIndex::new(i), Direction::Outgoing)
-            .map(NodeIndex::index)
+        self.succ.of(i).iter().map(|&j| j as usize)
     }
 
     /// Number of pending dependencies of node `i`.
     pub(crate) fn in_degree(&self, i: usize) -> usize {
-        self.graph
-            .neighbors_directed(NodeIndex::new(i), Direction::Incoming)
-            .count()
+        self.pred.of(i).len()
+    }
+}
+
+/// Compressed sparse rows: the neighbours of `i` are
+/// `targets[start[i]..start[i + 1]]`, ascending. Offsets are `u32` (half
+/// the memory traffic of `usize`); more than 4 billion edges cannot be
+/// held in memory anyway.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Adjacency {
+    start: Vec<u32>,
+    targets: Vec<u32>,
+}
+
+impl Adjacency {
+    /// From edges sorted by source, then target.
+    fn from_sorted(n: usize, edges: &[(u32, u32)]) -> Self {
+        let mut start = vec![0u32; n + 1];
+        for &(a, _) in edges {
+            start[a as usize + 1] += 1;
+        }
+        for k in 0..n {
+            start[k + 1] += start[k];
+        }
+        Self {
+            start,
+            targets: edges.iter().map(|&(_, b)| b).collect(),
+        }
+    }
+
+    /// The reversed graph (a stable counting sort keeps targets ascending).
+    fn transpose(&self) -> Self {
+        let n = self.len();
+        let mut start = vec![0u32; n + 1];
+        for &b in &self.targets {
+            start[b as usize + 1] += 1;
+        }
+        for k in 0..n {
+            start[k + 1] += start[k];
+        }
+        let mut fill = start.clone();
+        let mut targets = vec![0u32; self.targets.len()];
+        for a in 0..n {
+            for &b in self.of(a) {
+                let slot = &mut fill[b as usize];
+                #[allow(clippy::cast_possible_truncation)] // node indices are u32
+                {
+                    targets[*slot as usize] = a as u32;
+                }
+                *slot += 1;
+            }
+        }
+        Self { start, targets }
+    }
+
+    pub(crate) fn of(&self, i: usize) -> &[u32] {
+        &self.targets[self.start[i] as usize..self.start[i + 1] as usize]
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.start.len() - 1
+    }
+
+    fn to_csr(&self) -> CsrGraph {
+        let mut edges = Vec::with_capacity(self.targets.len());
+        for a in 0..self.len() {
+            #[allow(clippy::cast_possible_truncation)] // node indices are u32
+            edges.extend(self.of(a).iter().map(|&b| (a as u32, b)));
+        }
+        // Rows are ascending and unique by construction.
+        let mut g = CsrGraph::from_sorted_edges(&edges).unwrap_or_default();
+        while g.node_count() < self.len() {
+            g.add_node(());
+        }
+        g
     }
 }

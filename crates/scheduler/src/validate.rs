@@ -2,23 +2,30 @@
 //! resolution (exact, externally satisfied, or by prefix and number), self
 //! dependencies and unknown dependencies.
 //!
+//! Everything happens in place on the caller's node list: in the common
+//! case (no duplicates, exact ids) no id is copied and nothing is moved.
 //! Cycles are analysed in [`crate::cycles`] once the graph exists.
 
 use std::collections::{HashMap, HashSet};
 
 use wavecrew_core::TaskId;
 
+use crate::index::{IdIndex, MAX_POSITIONS};
 use crate::node::TaskNode;
 use crate::problem::{GraphProblem, ProblemKind};
 
 /// The nodes kept after removing duplicates, and the problems found so far.
 pub(crate) struct Resolved {
-    /// Kept nodes, in input order; `deps` rewritten to canonical ids.
+    /// Kept nodes, in input order; `deps` rewritten to canonical ids,
+    /// repeats dropped.
     pub(crate) nodes: Vec<TaskNode>,
+    /// `nodes[i].done`, compactly.
+    pub(crate) done: Vec<bool>,
     /// Id → position in `nodes`.
-    pub(crate) index: HashMap<TaskId, u32>,
-    /// Scheduling edges `(dependency, dependent)` between pending tasks.
-    pub(crate) edges: Vec<(u32, u32)>,
+    pub(crate) index: IdIndex,
+    /// Scheduling edges `(dependent, dependency)` between pending tasks,
+    /// sorted.
+    pub(crate) preds: Vec<(u32, u32)>,
     /// Problems in a stable order: duplicates first, then per task in
     /// input order.
     pub(crate) problems: Vec<GraphProblem>,
@@ -26,125 +33,150 @@ pub(crate) struct Resolved {
 
 /// Drop duplicate ids (keeping the first), check estimates, and resolve
 /// every dependency of every pending task.
-pub(crate) fn resolve(input: Vec<TaskNode>, satisfied: &HashSet<TaskId>) -> Resolved {
+pub(crate) fn resolve(mut nodes: Vec<TaskNode>, satisfied: &HashSet<TaskId>) -> Resolved {
+    // More than 4 billion tasks cannot be indexed; the rest are dropped.
+    nodes.truncate(MAX_POSITIONS);
     let mut problems = Vec::new();
-    let (mut nodes, index) = dedupe(input, &mut problems);
+    let index = dedupe(&mut nodes, &mut problems);
+    let done: Vec<bool> = nodes.iter().map(|n| n.done).collect();
 
     let mut resolver = Resolver {
         index: &index,
         satisfied,
         by_number: None,
     };
-    let mut edges = Vec::with_capacity(nodes.iter().map(|n| n.deps.len()).sum());
-    let mut seen: Vec<u32> = Vec::new();
+    let mut preds: Vec<(u32, u32)> = Vec::with_capacity(nodes.iter().map(|n| n.deps.len()).sum());
+    let mut targets: Vec<u32> = Vec::new();
     for i in 0..nodes.len() {
-        let this = &nodes[i];
-        if this.done {
+        if done[i] {
             continue;
         }
-        if !(this.estimate.is_finite() && this.estimate >= 0.0) {
-            problems.push(
-                GraphProblem::new(
-                    ProblemKind::InvalidEstimate,
-                    format!(
-                        "`{}` has an estimate of {} seconds; an estimate must be a finite number, not negative",
-                        this.id, this.estimate
-                    ),
-                )
-                .with_ids(vec![this.id.clone()]),
-            );
-        }
-        let deps = std::mem::take(&mut nodes[i].deps);
-        let mut kept = Vec::with_capacity(deps.len());
-        seen.clear();
-        #[allow(clippy::cast_possible_truncation)] // positions fit in u32 (checked by `dedupe`)
-        let me = i as u32;
-        for dep in deps {
-            match resolver.resolve(&dep, &nodes) {
-                Resolution::Node(j) if j == me => {
-                    let as_written = if dep == nodes[i].id {
-                        String::new()
-                    } else {
-                        format!(" (as `{dep}`)")
-                    };
-                    let id = nodes[i].id.clone();
-                    problems.push(
-                        GraphProblem::new(
-                            ProblemKind::SelfDependency,
-                            format!("`{id}` depends on itself{as_written}"),
-                        )
-                        .with_ids(vec![id]),
-                    );
-                }
-                Resolution::Node(j) => {
-                    if !seen.contains(&j) {
-                        seen.push(j);
-                        kept.push(nodes[j as usize].id.clone());
-                        if !nodes[j as usize].done {
-                            edges.push((j, me));
-                        }
-                    }
-                }
-                Resolution::Satisfied(canonical) => {
-                    if !kept.contains(&canonical) {
-                        kept.push(canonical);
-                    }
-                }
-                Resolution::Unknown(candidates) => {
-                    let id = nodes[i].id.clone();
-                    let hint = if candidates.is_empty() {
-                        String::new()
-                    } else {
-                        let list: Vec<String> =
-                            candidates.iter().map(|c| format!("`{c}`")).collect();
-                        format!(" (it could mean any of {})", list.join(", "))
-                    };
-                    problems.push(
-                        GraphProblem::new(
-                            ProblemKind::UnknownDependency,
-                            format!("`{id}` depends on `{dep}`, which is not a task of this session{hint}"),
-                        )
-                        .with_ids(vec![id, dep.clone()]),
-                    );
-                    kept.push(dep);
-                }
+        check_estimate(&nodes[i], &mut problems);
+        let mut deps = std::mem::take(&mut nodes[i].deps);
+        let me = as_u32(i);
+        targets.clear();
+        deps.retain_mut(|dep| match resolver.resolve(dep, &nodes) {
+            Resolution::Node(j, _) if j == me => {
+                let id = &nodes[i].id;
+                let as_written = if dep == id {
+                    String::new()
+                } else {
+                    format!(" (as `{dep}`)")
+                };
+                problems.push(
+                    GraphProblem::new(
+                        ProblemKind::SelfDependency,
+                        format!("`{id}` depends on itself{as_written}"),
+                    )
+                    .with_ids(vec![id.clone()]),
+                );
+                false
             }
-        }
-        nodes[i].deps = kept;
+            Resolution::Node(j, exact) => {
+                if !exact {
+                    *dep = nodes[j as usize].id.clone();
+                }
+                if !done[j as usize] {
+                    targets.push(j);
+                }
+                true
+            }
+            Resolution::Satisfied(canonical) => {
+                if *dep != canonical {
+                    *dep = canonical;
+                }
+                true
+            }
+            Resolution::Unknown(candidates) => {
+                problems.push(unknown(&nodes[i].id, dep, &candidates));
+                true
+            }
+        });
+        dedupe_strings(&mut deps);
+        nodes[i].deps = deps;
+        targets.sort_unstable();
+        targets.dedup();
+        preds.extend(targets.iter().map(|&j| (me, j)));
     }
     Resolved {
         nodes,
+        done,
         index,
-        edges,
+        preds,
         problems,
     }
 }
 
-/// Keep the first node of each id; report every id given more than once.
-fn dedupe(
-    input: Vec<TaskNode>,
-    problems: &mut Vec<GraphProblem>,
-) -> (Vec<TaskNode>, HashMap<TaskId, u32>) {
-    let mut index: HashMap<TaskId, u32> = HashMap::with_capacity(input.len());
-    let mut nodes = Vec::with_capacity(input.len());
-    let mut repeats: Vec<(u32, usize)> = Vec::new();
-    for node in input {
-        if let Some(&first) = index.get(&node.id) {
-            match repeats.iter_mut().find(|(p, _)| *p == first) {
-                Some((_, count)) => *count += 1,
-                None => repeats.push((first, 2)),
+#[allow(clippy::cast_possible_truncation)] // callers keep positions below u32::MAX
+fn as_u32(i: usize) -> u32 {
+    i as u32
+}
+
+fn check_estimate(node: &TaskNode, problems: &mut Vec<GraphProblem>) {
+    if !(node.estimate.is_finite() && node.estimate >= 0.0) {
+        problems.push(
+            GraphProblem::new(
+                ProblemKind::InvalidEstimate,
+                format!(
+                    "`{}` has an estimate of {} seconds; an estimate must be a finite number, not negative",
+                    node.id, node.estimate
+                ),
+            )
+            .with_ids(vec![node.id.clone()]),
+        );
+    }
+}
+
+fn unknown(id: &TaskId, dep: &TaskId, candidates: &[TaskId]) -> GraphProblem {
+    let hint = if candidates.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = candidates.iter().map(|c| format!("`{c}`")).collect();
+        format!(" (it could mean any of {})", list.join(", "))
+    };
+    GraphProblem::new(
+        ProblemKind::UnknownDependency,
+        format!("`{id}` depends on `{dep}`, which is not a task of this session{hint}"),
+    )
+    .with_ids(vec![id.clone(), dep.clone()])
+}
+
+/// Drop repeated ids from a dependency list, keeping the first of each.
+fn dedupe_strings(deps: &mut Vec<TaskId>) {
+    const SMALL: usize = 16;
+    if deps.len() < 2 {
+        return;
+    }
+    if deps.len() <= SMALL {
+        let mut k = 1;
+        while k < deps.len() {
+            if deps[..k].contains(&deps[k]) {
+                deps.remove(k);
+            } else {
+                k += 1;
             }
-            continue;
         }
-        let Ok(pos) = u32::try_from(nodes.len()) else {
-            // More than 4 billion tasks: the rest cannot be indexed.
-            break;
-        };
-        index.insert(node.id.clone(), pos);
-        nodes.push(node);
+    } else {
+        let mut seen: HashSet<TaskId> = HashSet::with_capacity(deps.len());
+        deps.retain(|d| seen.insert(d.clone()));
+    }
+}
+
+/// Keep the first node of each id; report every id given more than once.
+fn dedupe(nodes: &mut Vec<TaskNode>, problems: &mut Vec<GraphProblem>) -> IdIndex {
+    let (index, duplicates) = IdIndex::build(nodes.len(), |p| nodes[p as usize].id.as_str());
+    if duplicates.is_empty() {
+        return index;
+    }
+    let mut repeats: Vec<(u32, usize)> = Vec::new();
+    for &(_, first) in &duplicates {
+        match repeats.iter_mut().find(|(p, _)| *p == first) {
+            Some((_, count)) => *count += 1,
+            None => repeats.push((first, 2)),
+        }
     }
     repeats.sort_unstable();
-    for (pos, count) in repeats {
+    for &(pos, count) in &repeats {
         let id = nodes[pos as usize].id.clone();
         problems.push(
             GraphProblem::new(
@@ -154,13 +186,23 @@ fn dedupe(
             .with_ids(vec![id]),
         );
     }
-    (nodes, index)
+    let mut drop = vec![false; nodes.len()];
+    for &(pos, _) in &duplicates {
+        drop[pos as usize] = true;
+    }
+    let mut k = 0;
+    nodes.retain(|_| {
+        k += 1;
+        !drop[k - 1]
+    });
+    // Unique now: no duplicates this time.
+    IdIndex::build(nodes.len(), |p| nodes[p as usize].id.as_str()).0
 }
 
 /// What a dependency id turned out to name.
 enum Resolution {
-    /// A task of this graph, by position.
-    Node(u32),
+    /// A task of this graph, by position; `true` when the id was exact.
+    Node(u32, bool),
     /// An externally satisfied id (canonical form).
     Satisfied(TaskId),
     /// Nothing; with the candidates when the id was ambiguous.
@@ -176,7 +218,7 @@ enum Candidate {
 }
 
 struct Resolver<'a> {
-    index: &'a HashMap<TaskId, u32>,
+    index: &'a IdIndex,
     satisfied: &'a HashSet<TaskId>,
     /// `(prefix, number)` → candidates; built on the first miss only.
     by_number: Option<HashMap<(String, u64), Vec<Candidate>>>,
@@ -184,8 +226,11 @@ struct Resolver<'a> {
 
 impl Resolver<'_> {
     fn resolve(&mut self, dep: &TaskId, nodes: &[TaskNode]) -> Resolution {
-        if let Some(&j) = self.index.get(dep) {
-            return Resolution::Node(j);
+        if let Some(j) = self
+            .index
+            .get(dep.as_str(), |p| nodes[p as usize].id.as_str())
+        {
+            return Resolution::Node(j, true);
         }
         if self.satisfied.contains(dep) {
             return Resolution::Satisfied(dep.clone());
@@ -197,7 +242,7 @@ impl Resolver<'_> {
             .by_number
             .get_or_insert_with(|| number_map(nodes, self.satisfied));
         match map.get(&(prefix.to_owned(), number)).map(Vec::as_slice) {
-            Some([Candidate::Node(j)]) => Resolution::Node(*j),
+            Some([Candidate::Node(j)]) => Resolution::Node(*j, false),
             Some([Candidate::External(id)]) => Resolution::Satisfied(id.clone()),
             Some(many) => {
                 let mut ids: Vec<TaskId> = many
@@ -226,8 +271,7 @@ fn number_map(
         }
     };
     for (j, node) in nodes.iter().enumerate() {
-        #[allow(clippy::cast_possible_truncation)] // positions fit in u32 (checked by `dedupe`)
-        add(&node.id, Candidate::Node(j as u32));
+        add(&node.id, Candidate::Node(as_u32(j)));
     }
     for id in satisfied {
         add(id, Candidate::External(id.clone()));
@@ -258,7 +302,7 @@ mod tests {
         );
         assert!(r.problems.is_empty());
         assert_eq!(r.nodes[1].deps, [id("IMPL-001")]);
-        assert_eq!(r.edges, [(0, 1)]);
+        assert_eq!(r.preds, [(1, 0)]);
     }
 
     #[test]
@@ -267,7 +311,7 @@ mod tests {
         let r = resolve(vec![node("IMPL-002", &["IMPL-001", "IMPL-1"])], &satisfied);
         assert!(r.problems.is_empty());
         assert_eq!(r.nodes[0].deps, [id("IMPL-001")]);
-        assert!(r.edges.is_empty());
+        assert!(r.preds.is_empty());
     }
 
     #[test]
@@ -297,6 +341,37 @@ mod tests {
             &HashSet::new(),
         );
         assert!(r.problems.is_empty());
-        assert!(r.edges.is_empty());
+        assert!(r.preds.is_empty());
+    }
+
+    #[test]
+    fn duplicates_are_dropped_and_positions_stay_consistent() {
+        let r = resolve(
+            vec![
+                node("D-1", &[]),
+                node("D-2", &[]),
+                node("D-1", &["D-2"]),
+                node("D-3", &["D-2", "D-1"]),
+            ],
+            &HashSet::new(),
+        );
+        assert_eq!(r.problems.len(), 1);
+        assert_eq!(r.nodes.len(), 3);
+        assert_eq!(r.preds, [(2, 0), (2, 1)]);
+        assert_eq!(
+            r.index.get("D-3", |p| r.nodes[p as usize].id.as_str()),
+            Some(2)
+        );
+    }
+
+    #[test]
+    fn long_dependency_lists_are_deduplicated() {
+        let deps: Vec<String> = (0..40).map(|k| format!("L-{}", k % 20)).collect();
+        let deps: Vec<&str> = deps.iter().map(String::as_str).collect();
+        let mut nodes: Vec<TaskNode> = (0..20).map(|k| node(&format!("L-{k}"), &[])).collect();
+        nodes.push(node("L-99", &deps));
+        let r = resolve(nodes, &HashSet::new());
+        assert_eq!(r.nodes[20].deps.len(), 20);
+        assert_eq!(r.preds.len(), 20);
     }
 }

@@ -10,11 +10,9 @@
 //! task (by [`TaskId::number`], then id; ids without a number last) is
 //! released alone into the next wave, with a warning, and layering goes on.
 
-use petgraph::Direction;
-use petgraph::graph::{DiGraph, NodeIndex};
 use wavecrew_core::TaskId;
 
-use crate::dag::Dag;
+use crate::dag::{Adjacency, Dag};
 use crate::node::TaskNode;
 
 /// The level of a task that is in no wave (completed, or stuck on a cycle).
@@ -56,19 +54,29 @@ impl Waves {
 }
 
 impl Dag {
-    /// The waves (Kahn levels), computed once at build time.
+    /// The waves (Kahn levels, computed at build time), as owned ids.
     pub fn waves(&self) -> Waves {
         let levels = self.levels();
         let id = |i: &u32| self.node_at(*i as usize).id.clone();
         Waves {
-            waves: levels
-                .waves
-                .iter()
-                .map(|w| w.iter().map(id).collect())
-                .collect(),
+            waves: levels.iter().map(|w| w.iter().map(id).collect()).collect(),
             forced: levels.forced.iter().map(id).collect(),
             warnings: levels.warnings.clone(),
         }
+    }
+
+    /// The waves as borrowed ids: the same as [`Dag::waves`] without
+    /// copying an id (what a million-task graph wants).
+    pub fn wave_ids(&self) -> Vec<Vec<&TaskId>> {
+        self.levels()
+            .iter()
+            .map(|w| w.iter().map(|&i| &self.node_at(i as usize).id).collect())
+            .collect()
+    }
+
+    /// Number of waves.
+    pub fn wave_count(&self) -> usize {
+        self.levels().count()
     }
 
     /// The wave (0-based) of the task `id`; `None` for a completed or
@@ -82,10 +90,12 @@ impl Dag {
 /// Kahn levels over node indices.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Levels {
-    /// Node indices per wave, sorted by rank.
-    pub(crate) waves: Vec<Vec<u32>>,
     /// Wave of each node, [`UNASSIGNED`] for completed ones.
     pub(crate) level: Vec<u32>,
+    /// Node indices grouped by wave, each wave in id order.
+    flat: Vec<u32>,
+    /// Wave `k` is `flat[starts[k]..starts[k + 1]]`.
+    starts: Vec<usize>,
     /// Forced releases, in order.
     pub(crate) forced: Vec<u32>,
     /// One warning per forced release.
@@ -94,81 +104,175 @@ pub(crate) struct Levels {
     pub(crate) stalled: bool,
 }
 
-/// Layer the pending nodes of `graph`; `rank` orders nodes by id.
-pub(crate) fn kahn_levels(graph: &DiGraph<TaskNode, ()>, rank: &[u32], force: bool) -> Levels {
-    let n = graph.node_count();
-    let mut waiting = vec![0u32; n];
-    for e in graph.raw_edges() {
-        waiting[e.target().index()] += 1;
+impl Levels {
+    /// Number of waves.
+    pub(crate) fn count(&self) -> usize {
+        self.starts.len().saturating_sub(1)
     }
-    let mut level = vec![UNASSIGNED; n];
-    let pending = graph.node_weights().filter(|t| !t.done).count();
-    #[allow(clippy::cast_possible_truncation)] // node counts fit in u32 (see validate::dedupe)
-    let mut current: Vec<u32> = (0..n)
-        .filter(|&i| waiting[i] == 0 && !graph[NodeIndex::new(i)].done)
-        .map(|i| i as u32)
-        .collect();
-    let mut out = Levels::default();
-    let mut assigned = 0usize;
-    let mut force_order: Option<(Vec<u32>, usize)> = None;
 
+    /// Wave `k`'s node indices, in id order.
+    pub(crate) fn wave(&self, k: usize) -> &[u32] {
+        &self.flat[self.starts[k]..self.starts[k + 1]]
+    }
+
+    /// Every wave in order.
+    pub(crate) fn iter(&self) -> impl DoubleEndedIterator<Item = &[u32]> + '_ {
+        (0..self.count()).map(|k| self.wave(k))
+    }
+}
+
+/// Layer the pending nodes: `succ`/`pred` are the edges both ways and
+/// `order` lists node indices in id order.
+///
+/// When every dependency comes earlier in the input (the usual way task
+/// lists are written), one pass in input order gives each task
+/// `1 + max(level of its dependencies)`. Otherwise Kahn's algorithm runs
+/// breadth-first (no sorting), forcing releases if asked. Either way the
+/// waves are then filled by walking `order`, so each comes out sorted.
+pub(crate) fn kahn_levels(
+    nodes: &[TaskNode],
+    done: &[bool],
+    succ: &Adjacency,
+    pred: &Adjacency,
+    order: &[u32],
+    force: bool,
+) -> Levels {
+    let mut out = Levels::default();
+    let (level, sizes) = match forward_levels(done, pred) {
+        Some(found) => found,
+        None => breadth_first(nodes, done, succ, pred, order, force, &mut out),
+    };
+    let assigned = sizes.iter().sum();
+    out.starts = Vec::with_capacity(sizes.len() + 1);
+    out.starts.push(0);
+    for s in &sizes {
+        out.starts.push(out.starts[out.starts.len() - 1] + s);
+    }
+    let mut fill: Vec<usize> = out.starts[..sizes.len()].to_vec();
+    out.flat = vec![0; assigned];
+    for &i in order {
+        let l = level[i as usize];
+        if l != UNASSIGNED {
+            out.flat[fill[l as usize]] = i;
+            fill[l as usize] += 1;
+        }
+    }
+    out.level = level;
+    out
+}
+
+/// Levels in one pass when each dependency precedes its dependent in the
+/// input; `None` as soon as one does not. Returns levels and wave sizes.
+fn forward_levels(done: &[bool], pred: &Adjacency) -> Option<(Vec<u32>, Vec<usize>)> {
+    let mut level = vec![UNASSIGNED; done.len()];
+    let mut sizes: Vec<usize> = Vec::new();
+    for i in 0..done.len() {
+        if done[i] {
+            continue;
+        }
+        let mut l = 0u32;
+        for &j in pred.of(i) {
+            if j as usize >= i {
+                return None;
+            }
+            l = l.max(level[j as usize] + 1);
+        }
+        level[i] = l;
+        if sizes.len() <= l as usize {
+            sizes.resize(l as usize + 1, 0);
+        }
+        sizes[l as usize] += 1;
+    }
+    Some((level, sizes))
+}
+
+/// Kahn's algorithm wave by wave; forced releases and warnings go to `out`.
+fn breadth_first(
+    nodes: &[TaskNode],
+    done: &[bool],
+    succ: &Adjacency,
+    pred: &Adjacency,
+    order: &[u32],
+    force: bool,
+    out: &mut Levels,
+) -> (Vec<u32>, Vec<usize>) {
+    let n = nodes.len();
+    let mut level = vec![UNASSIGNED; n];
+    let mut waiting: Vec<u32> = Vec::with_capacity(n);
+    let mut current: Vec<u32> = Vec::new();
+    let mut pending = 0usize;
+    for (i, &is_done) in done.iter().enumerate() {
+        #[allow(clippy::cast_possible_truncation)] // node and edge counts fit in u32 (validate)
+        let degree = pred.of(i).len() as u32;
+        waiting.push(degree);
+        if !is_done {
+            pending += 1;
+            if degree == 0 {
+                #[allow(clippy::cast_possible_truncation)]
+                current.push(i as u32);
+            }
+        }
+    }
+    let mut assigned = 0usize;
+    let mut waves = 0u32;
+    let mut next = Vec::new();
+    let mut force_order: Option<(Vec<u32>, usize)> = None;
+    let mut sizes: Vec<usize> = Vec::new();
     while assigned < pending {
         if current.is_empty() {
             if !force {
                 out.stalled = true;
                 break;
             }
-            let (list, cursor) = force_order.get_or_insert_with(|| (number_order(graph, rank), 0));
+            let (list, cursor) =
+                force_order.get_or_insert_with(|| (number_order(nodes, done, order), 0));
             while level[list[*cursor] as usize] != UNASSIGNED {
                 *cursor += 1;
             }
             let pick = list[*cursor];
-            let wave = out.waves.len() + 1;
             out.warnings.push(format!(
-                "wave {wave}: no task was ready but {} were still waiting on a dependency cycle; \
+                "wave {}: no task was ready but {} were still waiting on a dependency cycle; \
                  released `{}`, the lowest-numbered waiting task",
+                waves + 1,
                 pending - assigned,
-                graph[NodeIndex::new(pick as usize)].id
+                nodes[pick as usize].id
             ));
             out.forced.push(pick);
             current.push(pick);
         }
-        current.sort_unstable_by_key(|&i| rank[i as usize]);
-        #[allow(clippy::cast_possible_truncation)] // at most one wave per task
-        let this_level = out.waves.len() as u32;
         for &i in &current {
-            level[i as usize] = this_level;
+            level[i as usize] = waves;
         }
         assigned += current.len();
-        let mut next = Vec::new();
+        sizes.push(current.len());
+        next.clear();
         for &i in &current {
-            for j in graph.neighbors_directed(NodeIndex::new(i as usize), Direction::Outgoing) {
-                let j = j.index();
-                waiting[j] -= 1;
-                if waiting[j] == 0 && level[j] == UNASSIGNED {
-                    #[allow(clippy::cast_possible_truncation)]
-                    next.push(j as u32);
+            for &j in succ.of(i as usize) {
+                let w = &mut waiting[j as usize];
+                *w -= 1;
+                if *w == 0 && level[j as usize] == UNASSIGNED {
+                    next.push(j);
                 }
             }
         }
-        out.waves.push(std::mem::replace(&mut current, next));
+        std::mem::swap(&mut current, &mut next);
+        waves += 1;
     }
-    out.level = level;
-    out
+    (level, sizes)
 }
 
 /// Pending nodes ordered "lowest-numbered first": by number, then id; ids
 /// without a number last.
-fn number_order(graph: &DiGraph<TaskNode, ()>, rank: &[u32]) -> Vec<u32> {
-    #[allow(clippy::cast_possible_truncation)]
-    let mut list: Vec<u32> = graph
-        .node_indices()
-        .filter(|&i| !graph[i].done)
-        .map(|i| i.index() as u32)
+pub(crate) fn number_order(nodes: &[TaskNode], done: &[bool], order: &[u32]) -> Vec<u32> {
+    let mut list: Vec<u32> = order
+        .iter()
+        .copied()
+        .filter(|&i| !done[i as usize])
         .collect();
-    list.sort_unstable_by_key(|&i| {
-        let number = graph[NodeIndex::new(i as usize)].id.number();
-        (number.is_none(), number, rank[i as usize])
+    // Stable: equal numbers keep id order.
+    list.sort_by_key(|&i| {
+        let number = nodes[i as usize].id.number();
+        (number.is_none(), number)
     });
     list
 }

@@ -94,14 +94,14 @@ impl<'d> Engine<'d> {
         let levels = dag.levels();
         let slot: Vec<Slot> = (0..n)
             .map(|i| {
-                if dag.node_at(i).done {
+                if dag.is_done(i) {
                     Slot::Done
                 } else {
                     Slot::Waiting
                 }
             })
             .collect();
-        let mut open_in_wave = vec![0; levels.waves.len()];
+        let mut open_in_wave = vec![0; levels.count()];
         for &l in &levels.level {
             if l != UNASSIGNED {
                 open_in_wave[l as usize] += 1;
@@ -109,11 +109,7 @@ impl<'d> Engine<'d> {
         }
         let mut force_order = Vec::new();
         if dag.cycle_policy() == CyclePolicy::Force && !options.barrier {
-            force_order = (0..n).filter(|&i| slot[i] == Slot::Waiting).collect();
-            force_order.sort_by_key(|&i| {
-                let number = dag.node_at(i).id.number();
-                (number.is_none(), number, dag.rank()[i])
-            });
+            force_order = dag.number_order().into_iter().map(|i| i as usize).collect();
         }
         Self {
             dag,
@@ -316,15 +312,22 @@ impl<'d> Engine<'d> {
     /// to the next while the current one has ended entirely.
     fn open_waves(&mut self) {
         let dag = self.dag;
-        let waves = &dag.levels().waves;
-        while self.wave < waves.len() {
+        let levels = dag.levels();
+        while self.wave < levels.count() {
             if self.opened <= self.wave {
                 if self.stopping {
                     return;
                 }
                 self.emit(&DispatchEvent::WaveStarted(self.wave));
-                for &i in &waves[self.wave] {
+                for &i in levels.wave(self.wave) {
                     if self.slot[i as usize] == Slot::Waiting {
+                        // A wave the force policy made: say so, as the
+                        // dependency-driven mode does.
+                        if levels.forced.contains(&i) {
+                            let id = self.id(i as usize);
+                            self.report.forced.push(id.clone());
+                            self.emit(&DispatchEvent::Forced(id));
+                        }
                         self.make_ready(i as usize);
                     }
                 }

@@ -88,7 +88,16 @@ impl DispatchOptions {
 
 type Callback<'d> = Box<dyn FnMut(&DispatchEvent) + Send + 'd>;
 
-/// Runs the pending tasks of a [`Dag`]; see the [module docs](self).
+/// Runs the pending tasks of a [`Dag`] through a [`TaskRunner`].
+///
+/// A task starts as soon as all its dependencies have finished and the
+/// gate admits it (global slots with task weights, per-class limits, no
+/// overlapping declared files); among ready tasks the most critical starts
+/// first (longest remaining path, then smallest id). With
+/// [`DispatchOptions::barrier`], wave `k + 1` starts only when every task of
+/// wave `k` has ended. On shutdown ([`Dispatcher::run_until`]), or after a
+/// failure under [`FailurePolicy::Stop`], nothing new starts, running tasks
+/// finish and are recorded, and the rest end [`FinalState::NotRun`].
 pub struct Dispatcher<'d> {
     dag: &'d Dag,
     options: DispatchOptions,

@@ -54,9 +54,8 @@ pub(crate) struct Layout<'d> {
 
 impl<'d> Layout<'d> {
     pub(crate) fn new(dag: &'d Dag) -> Self {
-        let levels = dag.levels();
-        let waves = levels
-            .waves
+        let waves = dag
+            .levels()
             .iter()
             .map(|w| w.iter().map(|&i| i as usize).collect())
             .collect();
@@ -64,7 +63,7 @@ impl<'d> Layout<'d> {
             .order()
             .iter()
             .map(|&i| i as usize)
-            .filter(|&i| dag.node_at(i).done)
+            .filter(|&i| dag.is_done(i))
             .collect();
         let mut edges: Vec<(usize, usize)> = Vec::new();
         for &i in dag.order() {
@@ -105,6 +104,6 @@ impl<'d> Layout<'d> {
         states
             .get(self.id(i))
             .copied()
-            .or(self.dag.node_at(i).done.then_some("completed"))
+            .or(self.dag.is_done(i).then_some("completed"))
     }
 }

@@ -369,6 +369,7 @@ async fn forced_cycle_runs_in_seed_004_order() {
     )
     .await;
     assert_eq!(barrier.start_order, [id("E-1"), id("E-2"), id("E-3")]);
+    assert_eq!(barrier.forced, [id("E-2")]);
 }
 
 #[tokio::test(start_paused = true)]

@@ -170,3 +170,64 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn petgraph_view_and_borrowed_waves() {
+    let dag = Dag::build(
+        [
+            node("G-3", &["G-1", "G-2"]),
+            node("G-1", &[]),
+            node("G-2", &["G-1"]),
+            node("G-0", &[]).with_done(true),
+        ],
+        &BuildOptions::default(),
+    )
+    .unwrap();
+    let g = dag.graph();
+    assert_eq!(g.node_count(), 4);
+    assert_eq!(g.edge_count(), 3);
+    let one = petgraph::graph::NodeIndex::new(dag.node_index("G-1").unwrap() as usize);
+    let mut out: Vec<&str> = g.neighbors(one).map(|j| g[j].as_str()).collect();
+    out.sort_unstable();
+    assert_eq!(out, ["G-2", "G-3"]);
+    let topo = petgraph::algo::toposort(g, None).unwrap();
+    assert_eq!(g[topo[0]].as_str(), "G-0");
+    let borrowed: Vec<Vec<&str>> = dag
+        .wave_ids()
+        .iter()
+        .map(|w| w.iter().map(|t| t.as_str()).collect())
+        .collect();
+    assert_eq!(borrowed, names(&dag.waves().waves));
+    assert_eq!(dag.wave_count(), 3);
+    assert_eq!(dag.node_index("nope"), None);
+    assert!(dag.node_by_index(99).is_none());
+}
+
+#[test]
+fn unpadded_and_mixed_width_ids_resolve_exactly() {
+    // Unpadded ids use the dense index; a padded spelling is resolved by
+    // number, and mixed widths fall back to the hashed index.
+    let dag = Dag::build(
+        [
+            node("U-9", &[]),
+            node("U-10", &["U-9"]),
+            node("U-11", &["U-09"]),
+        ],
+        &BuildOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(dag.get("U-11").unwrap().deps, [id("U-9")]);
+    let dag = Dag::build(
+        [
+            node("M-5", &[]),
+            node("M-05", &["M-5"]),
+            node("M-006", &["M-05"]),
+        ],
+        &BuildOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(
+        names(&dag.waves().waves),
+        [vec!["M-5"], vec!["M-05"], vec!["M-006"]]
+    );
+}
