@@ -1,7 +1,8 @@
 //! What validation finds: [`GraphProblem`], and [`CheckReport`], the shape
 //! of `wavecrew plan check --json`.
 //!
-//! A problem serialises as `{"kind", "message", "path"?, "ids"?}`; a report
+//! A problem serialises as `{"kind", "message", "path"?, "ids"?,
+//! "breaking_edges"?}`; a report
 //! as `{"ok": bool, "errors": [problem, …]}` (plus `"warnings"` when a
 //! forced cycle policy turned cycles into warnings).
 
@@ -63,8 +64,8 @@ pub struct GraphProblem {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     ids: Vec<TaskId>,
     /// For a cycle: dependencies (`(task, dependency)`) whose removal breaks
-    /// it. Also named in the message; not part of the JSON contract.
-    #[serde(skip)]
+    /// it, as `[task, dependency]` pairs in JSON. Also named in the message.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     breaking_edges: Vec<(TaskId, TaskId)>,
 }
 
