@@ -1,1 +1,145 @@
-//! The `MessageBus` port: implemented by `wavecrew-msgbus` (file bus) and, later, networked buses.
+//! The `MessageBus` port: the team_msg bus every role writes to.
+//!
+//! `wavecrew-msgbus` implements it over ccw's files (`.msg/messages.jsonl`
+//! and `meta.json`); a networked bus can implement the same trait later. The
+//! record keeps ccw's keys in ccw's order (`id, ts, from, to, type, summary[,
+//! ref][, data]`, ccw-compat §2.1) and any other key it was read with.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// One record of the bus, as ccw writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BusMessage {
+    /// `MSG-NNN` (at least three digits).
+    pub id: String,
+    /// ISO-8601 time with `+00:00`.
+    pub ts: String,
+    /// The sender (a role, or a task id in HEAD-era progress records).
+    pub from: String,
+    /// The recipient; `all` for a broadcast.
+    pub to: String,
+    /// The message type (`task_complete`, `state_update`, …).
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// One line for people.
+    pub summary: String,
+    /// E1 only: a top-level reference (E3 keeps it in `data.ref`).
+    #[serde(rename = "ref", default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// The payload, always an object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Map<String, Value>>,
+    /// Keys this version does not know, kept in order.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl BusMessage {
+    /// The reference: top-level `ref` (E1) or `data.ref` (E3).
+    pub fn reference(&self) -> Option<&str> {
+        self.reference
+            .as_deref()
+            .or_else(|| self.data.as_ref()?.get("ref")?.as_str())
+    }
+
+    /// The numeric part of an `MSG-NNN` id.
+    pub fn number(&self) -> Option<u64> {
+        message_number(&self.id)
+    }
+}
+
+/// The number of an id of the form `MSG-<digits>` (ccw's `^MSG-(\d+)$`).
+pub fn message_number(id: &str) -> Option<u64> {
+    let digits = id.strip_prefix("MSG-")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// What a caller supplies to `log`; the bus fills in the defaults.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewMessage {
+    /// The sender (required).
+    pub from: String,
+    /// The recipient (default `coordinator`).
+    pub to: Option<String>,
+    /// The type (default `message`).
+    pub kind: Option<String>,
+    /// The summary (default `[<from>] <type> → <to>`).
+    pub summary: Option<String>,
+    /// The payload.
+    pub data: Option<Map<String, Value>>,
+    /// The legacy `ref`, folded into `data.ref` (E3).
+    pub reference: Option<String>,
+}
+
+/// Filters of `list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListFilter {
+    /// Only records from this sender.
+    pub from: Option<String>,
+    /// Only records to this recipient.
+    pub to: Option<String>,
+    /// Only records of this type.
+    pub kind: Option<String>,
+    /// How many of the newest matches to return (1–100).
+    pub last: usize,
+}
+
+impl Default for ListFilter {
+    fn default() -> Self {
+        ListFilter {
+            from: None,
+            to: None,
+            kind: None,
+            last: 20,
+        }
+    }
+}
+
+/// The result of `list`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListResult {
+    /// How many records match the filter.
+    pub total: usize,
+    /// The newest matches, oldest first.
+    pub messages: Vec<BusMessage>,
+}
+
+/// A team message bus (ccw's `team_msg`).
+pub trait MessageBus: Send + Sync {
+    /// The error type of this implementation.
+    type Error: std::error::Error + Send + Sync + 'static;
+
+    /// Append a record (defaults filled in, id assigned); returns it as written.
+    fn log(&self, message: NewMessage) -> Result<BusMessage, Self::Error>;
+    /// Append a record to `all`.
+    fn broadcast(&self, mut message: NewMessage) -> Result<BusMessage, Self::Error> {
+        message.to = Some("all".to_owned());
+        self.log(message)
+    }
+    /// The first record with this id.
+    fn read(&self, id: &str) -> Result<Option<BusMessage>, Self::Error>;
+    /// The newest records matching a filter.
+    fn list(&self, filter: &ListFilter) -> Result<ListResult, Self::Error>;
+    /// The shared state of one role (`role_state[role]`), or all of it.
+    fn get_state(&self, role: Option<&str>) -> Result<Option<Value>, Self::Error>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_keep_ccw_order() {
+        let line = r#"{"id":"MSG-003","ts":"2026-02-26T13:40:11.002+00:00","from":"executor","to":"planner","type":"impl_complete","summary":"[executor] done","ref":"a.json","team":"planex"}"#;
+        let m: BusMessage = serde_json::from_str(line).unwrap();
+        assert_eq!(m.reference(), Some("a.json"));
+        assert_eq!(serde_json::to_string(&m).unwrap(), line);
+        assert_eq!(m.number(), Some(3));
+        assert_eq!(message_number("MSG-x1"), None);
+        assert_eq!(message_number("MSG-1000"), Some(1000));
+    }
+}

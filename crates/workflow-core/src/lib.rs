@@ -28,6 +28,7 @@ pub mod store;
 pub mod task;
 
 pub use analysis::{AnalysisTask, GraphEntry, TaskAnalysis};
+pub use bus::{BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
 pub use error::{CoreError, Result};
 pub use id::{IdError, IdKind, IdProblem, RoleName, SessionId, TaskId};
 pub use plan::{Plan, PlanDependency};

@@ -1,0 +1,3 @@
+//! Bus benchmarks (filled in below).
+
+fn main() {}
