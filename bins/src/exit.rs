@@ -54,7 +54,9 @@ impl CliError {
 
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#}", self.error)
+        // Our error messages already include their causes; `{:#}` would
+        // print each cause twice.
+        write!(f, "{}", self.error)
     }
 }
 

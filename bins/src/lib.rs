@@ -27,6 +27,8 @@ pub enum Command {
     /// Explain the schedule before anything runs: check, waves, graph.
     #[command(subcommand)]
     Plan(commands::plan::PlanCommand),
+    /// The team message bus (`ccw team` compatible): log, read, list, status, …
+    Msg(Box<commands::msg::MsgArgs>),
 }
 
 /// The `wavecrew` binary's main: parse, run, map the outcome to an exit code.
@@ -38,6 +40,7 @@ pub fn wavecrew_main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Plan(cmd) => commands::plan::run(cmd),
+        Command::Msg(args) => commands::msg::run(&args),
     };
     finish(result)
 }

@@ -1,3 +1,4 @@
 //! End-to-end tests of the wavecrew binaries: one test binary, one module per area.
 
+mod msg;
 mod plan;

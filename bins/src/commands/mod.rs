@@ -1,3 +1,4 @@
 //! One module per `wavecrew` subcommand.
 
+pub mod msg;
 pub mod plan;

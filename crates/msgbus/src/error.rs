@@ -37,6 +37,19 @@ pub enum BusError {
         /// The session folders that do exist.
         existing: Vec<String>,
     },
+    /// A key for a new bus that looks like a team name, not a session id.
+    #[error(
+        "`{key}` looks like a team name, not a session id: the bus is keyed by the session folder under `{root}`; {}; pass --create to start a new bus named `{key}`",
+        known_sessions(existing)
+    )]
+    TeamName {
+        /// The key as given.
+        key: String,
+        /// `<root>/.workflow/.team`.
+        root: PathBuf,
+        /// The session folders that do exist.
+        existing: Vec<String>,
+    },
     /// A parameter is missing or out of range (ccw: `Invalid params: …`).
     #[error("Invalid params: {0}")]
     InvalidParams(String),

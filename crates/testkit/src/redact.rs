@@ -11,6 +11,8 @@ pub const FILTERS: &[(&str, &str)] = &[
         r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})?",
         "[TIMESTAMP]",
     ),
+    // Clock times left once the timestamps are gone (`[09:15:02]`, `last: 09:15:02`).
+    (r"\b\d{2}:\d{2}:\d{2}\b", "[CLOCK]"),
     // Temp folders made by `tempfile` (and the system temp root generally).
     (
         r"(?:/private)?/(?:tmp|var/folders/[^/\s]+/[^/\s]+/T)/\.tmp[A-Za-z0-9]+",
@@ -60,5 +62,6 @@ mod tests {
         assert_eq!(redact("took 1.25s, 30ms"), "took [DURATION], [DURATION]");
         assert_eq!(redact(r#"{"pid": 1234}"#), r#"{"pid [PID]}"#);
         assert_eq!(redact("IMPL-001 and 3 tasks"), "IMPL-001 and 3 tasks");
+        assert_eq!(redact("MSG-001 [09:15:02] a"), "MSG-001 [[CLOCK]] a");
     }
 }

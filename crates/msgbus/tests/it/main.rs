@@ -1,1 +1,6 @@
-//! Integration tests of the bus.
+//! Integration tests of the bus: the three ccw eras, concurrent writers,
+//! killed writers.
+
+mod children;
+mod eras;
+mod writers;
