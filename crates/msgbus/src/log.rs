@@ -20,7 +20,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -72,7 +72,14 @@ pub struct LogLine {
 struct Handles {
     lock: File,
     log: File,
-    dev_ino: (u64, u64),
+    /// The log's length, read under the lock.
+    len: u64,
+    /// The id counter of the lock file, read when the log is (re)opened:
+    /// only `delete` and `clear` raise it, and both replace the log file,
+    /// which makes every other writer reopen it.
+    counter: u64,
+    /// Whether `counter` has been read since the handles were opened.
+    counter_loaded: bool,
     last_sync: Instant,
     unsynced: bool,
 }
@@ -80,6 +87,10 @@ struct Handles {
 /// The log of one session.
 pub struct LogFile {
     paths: BusPaths,
+    /// `paths.log()`, `paths.lock()` and `paths.msg_dir()`, computed once.
+    log_path: PathBuf,
+    lock_path: PathBuf,
+    msg_dir: PathBuf,
     durability: Durability,
     handles: Mutex<Option<Handles>>,
 }
@@ -110,6 +121,9 @@ impl LogFile {
     /// The log of `paths`, appending with `durability`.
     pub fn new(paths: BusPaths, durability: Durability) -> Self {
         LogFile {
+            log_path: paths.log(),
+            lock_path: paths.lock(),
+            msg_dir: paths.msg_dir(),
             paths,
             durability,
             handles: Mutex::new(None),
@@ -128,22 +142,24 @@ impl LogFile {
             .handles
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let dir = self.paths.msg_dir();
+        let dir = &self.msg_dir;
         if handles.is_none() {
-            fs::create_dir_all(&dir).map_err(|e| BusError::io("creating", &dir, e))?;
-            let lock_path = self.paths.lock();
+            fs::create_dir_all(dir).map_err(|e| BusError::io("creating", dir, e))?;
+            let lock_path = &self.lock_path;
             let lock = OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false)
-                .open(&lock_path)
-                .map_err(|e| BusError::io("opening", &lock_path, e))?;
-            let (log, dev_ino) = self.open_log()?;
+                .open(lock_path)
+                .map_err(|e| BusError::io("opening", lock_path, e))?;
+            let (log, len) = self.open_log()?;
             *handles = Some(Handles {
+                counter: 0,
+                counter_loaded: false,
                 lock,
                 log,
-                dev_ino,
+                len,
                 last_sync: Instant::now(),
                 unsynced: false,
             });
@@ -151,33 +167,44 @@ impl LogFile {
         let h = handles.as_mut().expect("handles were just set");
         h.lock
             .lock()
-            .map_err(|e| BusError::io("locking", self.paths.lock(), e))?;
-        // Under the lock: is the cached handle still the log? (`delete`
-        // replaces the file; ccw's `clear` removes the whole `.msg/`.)
-        let current = fs::metadata(self.paths.log()).map(|m| (m.dev(), m.ino()));
-        if current.ok() != Some(h.dev_ino) {
+            .map_err(|e| BusError::io("locking", &self.lock_path, e))?;
+        if !h.counter_loaded {
+            h.counter = read_counter(&h.lock);
+            h.counter_loaded = true;
+        }
+        // Under the lock: is the cached handle still the log? `delete`
+        // replaces the file and ccw's `clear` removes the whole `.msg/`; both
+        // leave our handle on an unlinked inode (no links left). One `fstat`.
+        let meta = h
+            .log
+            .metadata()
+            .map_err(|e| BusError::io("reading", &self.log_path, e))?;
+        if meta.nlink() == 0 {
             if !dir.is_dir() {
-                fs::create_dir_all(&dir).map_err(|e| BusError::io("creating", &dir, e))?;
+                fs::create_dir_all(dir).map_err(|e| BusError::io("creating", dir, e))?;
             }
-            let (log, dev_ino) = self.open_log()?;
+            let (log, len) = self.open_log()?;
             h.log = log;
-            h.dev_ino = dev_ino;
+            h.len = len;
+            h.counter = read_counter(&h.lock);
+        } else {
+            h.len = meta.len();
         }
         Ok(Guard { handles })
     }
 
-    fn open_log(&self) -> Result<(File, (u64, u64))> {
-        let path = self.paths.log();
+    fn open_log(&self) -> Result<(File, u64)> {
+        let path = &self.log_path;
         let log = OpenOptions::new()
             .read(true)
             .append(true)
             .create(true)
-            .open(&path)
-            .map_err(|e| BusError::io("opening", &path, e))?;
+            .open(path)
+            .map_err(|e| BusError::io("opening", path, e))?;
         let meta = log
             .metadata()
-            .map_err(|e| BusError::io("reading", &path, e))?;
-        Ok((log, (meta.dev(), meta.ino())))
+            .map_err(|e| BusError::io("reading", path, e))?;
+        Ok((log, meta.len()))
     }
 
     /// Append a record built from its id: see the module doc for the protocol.
@@ -194,17 +221,12 @@ impl LogFile {
         guard: &mut Guard<'_>,
         build: impl FnOnce(String) -> BusMessage,
     ) -> Result<BusMessage> {
-        let log_path = self.paths.log();
+        let log_path = &self.log_path;
         let h = guard.handles.as_mut().expect("locked handles");
-        let len = h
-            .log
-            .metadata()
-            .map_err(|e| BusError::io("reading", &log_path, e))?
-            .len();
+        let len = h.len;
         let (tail_max, needs_newline) =
-            tail_state(&h.log, len).map_err(|e| BusError::io("reading", &log_path, e))?;
-        let counter = read_counter(&h.lock);
-        let next = tail_max.max(counter) + 1;
+            tail_state(&h.log, len).map_err(|e| BusError::io("reading", log_path, e))?;
+        let next = tail_max.max(h.counter) + 1;
         let record = build(format!("MSG-{next:03}"));
         let mut line = Vec::with_capacity(256);
         if needs_newline {
@@ -217,20 +239,22 @@ impl LogFile {
         line.push(b'\n');
         h.log
             .write_all(&line)
-            .map_err(|e| BusError::io("appending to", &log_path, e))?;
-        write_counter(&h.lock, next).map_err(|e| BusError::io("writing", self.paths.lock(), e))?;
+            .map_err(|e| BusError::io("appending to", log_path, e))?;
+        // The counter is not advanced here: the new line is the tail now.
+        // Only `delete` and `clear` raise it, to the highest id they remove.
+        h.len += line.len() as u64;
         match self.durability {
             Durability::None => {}
             Durability::Every => h
                 .log
                 .sync_data()
-                .map_err(|e| BusError::io("syncing", &log_path, e))?,
+                .map_err(|e| BusError::io("syncing", log_path, e))?,
             Durability::Batch => {
                 h.unsynced = true;
                 if h.last_sync.elapsed() >= BATCH_INTERVAL {
                     h.log
                         .sync_data()
-                        .map_err(|e| BusError::io("syncing", &log_path, e))?;
+                        .map_err(|e| BusError::io("syncing", log_path, e))?;
                     h.last_sync = Instant::now();
                     h.unsynced = false;
                 }
@@ -258,6 +282,7 @@ impl LogFile {
         if read_counter(&h.lock) < n {
             write_counter(&h.lock, n).map_err(|e| BusError::io("writing", self.paths.lock(), e))?;
         }
+        h.counter = h.counter.max(n);
         Ok(())
     }
 
@@ -308,7 +333,11 @@ impl LogFile {
             }
             out.len() < want
         };
-        scan_backwards(&file, &mut on_line).map_err(|e| BusError::io("reading", &path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| BusError::io("reading", &path, e))?
+            .len();
+        scan_backwards(&file, len, &mut on_line).map_err(|e| BusError::io("reading", &path, e))?;
         out.reverse();
         Ok(out)
     }
@@ -365,8 +394,7 @@ pub fn read_lines(path: &Path) -> Result<Vec<LogLine>> {
 
 /// Call `on_line` with each complete line from the end backwards (skipping
 /// a last line without a newline) until it returns `false`.
-fn scan_backwards(file: &File, on_line: &mut dyn FnMut(&[u8]) -> bool) -> io::Result<()> {
-    let len = file.metadata()?.len();
+fn scan_backwards(file: &File, len: u64, on_line: &mut dyn FnMut(&[u8]) -> bool) -> io::Result<()> {
     let mut end = len;
     let mut carry: Vec<u8> = Vec::new();
     let mut skipped_fragment = false;
@@ -423,33 +451,38 @@ fn tail_state(file: &File, len: u64) -> io::Result<(u64, bool)> {
     if len == 0 {
         return Ok((0, false));
     }
-    let mut last = [0u8; 1];
-    file.read_exact_at(&mut last, len - 1)?;
-    let needs_newline = last[0] != b'\n';
-    let mut found = 0;
+    // One read of the last chunk answers both questions in the common case.
+    let start = len.saturating_sub(TAIL_CHUNK);
+    let mut buf = vec![0u8; usize::try_from(len - start).unwrap_or(0)];
+    file.read_exact_at(&mut buf, start)?;
+    let needs_newline = buf.last() != Some(&b'\n');
+    let id_of = |line: &[u8]| -> Option<u64> {
+        match serde_json::from_slice::<IdOnly>(line) {
+            Ok(IdOnly { id: Some(id) }) => message_number(&id),
+            _ => None,
+        }
+    };
+    let mut pieces = buf.split(|b| *b == b'\n');
+    // A fragment left by a killed writer may hold a whole record without its
+    // newline: count its id too, so the repair never duplicates it.
+    let fragment = pieces.next_back().unwrap_or(&[]);
+    let mut found = id_of(fragment).unwrap_or(0);
+    for line in pieces.rev() {
+        if start > 0 && line.as_ptr() == buf.as_ptr() {
+            break; // the first piece may be cut: fall back to the full scan
+        }
+        if let Some(n) = id_of(line) {
+            return Ok((found.max(n), needs_newline));
+        }
+    }
     let mut on_line = |line: &[u8]| {
-        if let Ok(IdOnly { id: Some(id) }) = serde_json::from_slice::<IdOnly>(line)
-            && let Some(n) = message_number(&id)
-        {
-            found = n;
+        if let Some(n) = id_of(line) {
+            found = found.max(n);
             return false;
         }
         true
     };
-    scan_backwards(file, &mut on_line)?;
-    // A fragment left by a killed writer may hold a whole record without its
-    // newline: count its id too, so the repair never duplicates it.
-    if needs_newline {
-        let start = len.saturating_sub(TAIL_CHUNK);
-        let mut buf = vec![0u8; usize::try_from(len - start).unwrap_or(0)];
-        file.read_exact_at(&mut buf, start)?;
-        let frag = buf.rsplit(|b| *b == b'\n').next().unwrap_or(&[]);
-        if let Ok(IdOnly { id: Some(id) }) = serde_json::from_slice::<IdOnly>(frag)
-            && let Some(n) = message_number(&id)
-        {
-            found = found.max(n);
-        }
-    }
+    scan_backwards(file, len, &mut on_line)?;
     Ok((found, needs_newline))
 }
 
