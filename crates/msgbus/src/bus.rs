@@ -213,6 +213,9 @@ impl Bus {
     pub fn clear(&self, all: bool) -> Result<usize> {
         let log_path = self.paths().log();
         if !log_path.exists() {
+            if all {
+                remove_if_present(&self.paths().meta())?;
+            }
             return Ok(0);
         }
         let mut guard = self.log.lock()?;
@@ -227,12 +230,7 @@ impl Bus {
         self.log.rewrite_locked(&mut guard, &[])?;
         summary::invalidate(self.paths());
         if all {
-            let meta = self.paths().meta();
-            match std::fs::remove_file(&meta) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(BusError::io("removing", meta, e)),
-            }
+            remove_if_present(&self.paths().meta())?;
         }
         drop(guard);
         Ok(count)
@@ -270,6 +268,14 @@ impl Bus {
     /// Flush a pending `batch` sync.
     pub fn sync(&self) -> Result<()> {
         self.log.sync()
+    }
+}
+
+fn remove_if_present(path: &Path) -> Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(BusError::io("removing", path, e)),
     }
 }
 
@@ -403,6 +409,55 @@ mod tests {
         assert_eq!(bus.log(msg("a")).unwrap().id, "MSG-004");
         assert_eq!(bus.clear(false).unwrap(), 3);
         assert_eq!(bus.log(msg("a")).unwrap().id, "MSG-005");
+    }
+
+    #[test]
+    fn clear_keeps_meta_unless_all() {
+        let (_t, bus) = bus();
+        bus.log(NewMessage {
+            kind: Some("state_update".into()),
+            data: json!({"x": 1}).as_object().cloned(),
+            ..msg("a")
+        })
+        .unwrap();
+        assert_eq!(bus.clear(false).unwrap(), 1);
+        assert!(bus.paths().meta().is_file());
+        assert_eq!(bus.get_state(Some("a")).unwrap().unwrap()["x"], 1);
+        assert_eq!(bus.clear(true).unwrap(), 0);
+        assert!(!bus.paths().meta().exists());
+    }
+
+    #[test]
+    fn every_durability_setting_appends() {
+        for d in [Durability::None, Durability::Batch, Durability::Every] {
+            let tmp = tempfile::tempdir().unwrap();
+            let paths = BusPaths::new(tmp.path(), SessionId::new("TC-d").unwrap());
+            let bus = Bus::new(paths, d);
+            for _ in 0..3 {
+                bus.log(msg("a")).unwrap();
+            }
+            bus.sync().unwrap();
+            assert_eq!(bus.list(&ListFilter::default()).unwrap().total, 3, "{d:?}");
+        }
+    }
+
+    #[test]
+    fn follow_sees_new_records_in_order() {
+        let (_t, bus) = bus();
+        bus.log(msg("a")).unwrap();
+        let mut f = bus.follow(0);
+        assert_eq!(f.poll_now().unwrap().len(), 1);
+        bus.log(msg("b")).unwrap();
+        bus.log(msg("c")).unwrap();
+        let got: Vec<String> = f.poll_now().unwrap().into_iter().map(|r| r.from).collect();
+        assert_eq!(got, ["b", "c"]);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        bus.log(msg("d")).unwrap();
+        let r = rt.block_on(f.next()).unwrap();
+        assert_eq!(r.from, "d");
     }
 
     #[test]
