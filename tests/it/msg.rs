@@ -328,3 +328,44 @@ fn library_and_cli_writers_at_once() {
     let expected: Vec<String> = (1..=total).map(|n| format!("MSG-{n:03}")).collect();
     assert_eq!(ids, expected);
 }
+
+#[test]
+fn follow_prints_records_as_they_are_appended() {
+    let tmp = session_root();
+    let root = tmp.path();
+    msg(root, &["log", "--session-id", SESSION, "--from", "before"]);
+    let child = Command::new(bin_path("wavecrew"))
+        .args([
+            "msg",
+            "follow",
+            "--session-id",
+            SESSION,
+            "--count",
+            "3",
+            "--json",
+        ])
+        .current_dir(root)
+        .env_remove("CCW_PROJECT_ROOT")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for from in ["one", "two"] {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        assert_eq!(
+            msg(root, &["log", "--session-id", SESSION, "--from", from]).code,
+            0
+        );
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let froms: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["from"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(froms, ["before", "one", "two"]);
+}

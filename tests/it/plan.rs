@@ -253,3 +253,47 @@ fn malformed_input_exits_2() {
     let out = wavecrew(&["plan", "graph", "--format", "png", "."], dir.path());
     assert_eq!(out.code, 2);
 }
+
+#[test]
+fn a_built_session_with_completed_tasks() {
+    use wavecrew_testkit::SessionBuilder;
+    let session = SessionBuilder::new("TC-built-2026-11-22")
+        .task("IMPL-001", &[])
+        .task("IMPL-002", &["IMPL-001"])
+        .task("IMPL-003", &["IMPL-002"])
+        .json(
+            "team-session.json",
+            &json!({"session_id": "TC-built-2026-11-22", "task_description": "t", "status": "active",
+                    "roles": [], "completed_tasks": ["IMPL-001"]}),
+        )
+        .build();
+    let out = wavecrew(
+        &["plan", "waves", "--json", session.dir.to_str().unwrap()],
+        session.root(),
+    );
+    assert_eq!(out.code, 0, "{}", out.render());
+    let v = json_stdout(&out);
+    assert_eq!(v["waves"], json!([["IMPL-002"], ["IMPL-003"]]));
+    assert_eq!(v["completed"], json!(["IMPL-001"]));
+}
+
+#[test]
+fn a_roadmap_task_folder() {
+    let dir = task_folder(&[
+        (
+            "IMPL-101.json",
+            json!({"id": "IMPL-101", "title": "a", "depends_on": [], "convergence": {"criteria": ["x"]}}),
+        ),
+        (
+            "IMPL-102.json",
+            json!({"id": "IMPL-102", "title": "b", "depends_on": ["IMPL-101"],
+            "files": [{"path": "src/a.ts", "action": "modify"}], "convergence": {"criteria": ["y"]}}),
+        ),
+    ]);
+    let out = wavecrew(&["plan", "waves", "--json", "."], dir.path());
+    assert_eq!(out.code, 0, "{}", out.render());
+    assert_eq!(
+        json_stdout(&out)["waves"],
+        json!([["IMPL-101"], ["IMPL-102"]])
+    );
+}

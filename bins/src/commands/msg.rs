@@ -361,8 +361,9 @@ fn get_state(bus: &Bus, args: &MsgArgs) -> CmdResult {
 }
 
 fn follow(bus: &Bus, args: &MsgArgs) -> CmdResult {
+    // `enable_all`: Ctrl-C handling needs the IO driver, polling the timer.
     let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
+        .enable_all()
         .build()
         .map_err(CliError::internal)?;
     let mut follower = bus.follow(args.offset);
