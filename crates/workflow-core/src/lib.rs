@@ -17,6 +17,7 @@
 //! ```
 
 pub mod analysis;
+pub mod backend;
 pub mod bus;
 pub mod error;
 pub mod fsutil;
@@ -28,6 +29,7 @@ pub mod store;
 pub mod task;
 
 pub use analysis::{AnalysisTask, GraphEntry, TaskAnalysis};
+pub use backend::{AttemptOutcome, AttemptRequest, Backend, Limits, Mode, OutcomeClass, Usage};
 pub use bus::{BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
 pub use error::{CoreError, Result};
 pub use id::{IdError, IdKind, IdProblem, RoleName, SessionId, TaskId};

@@ -1,0 +1,26 @@
+//! wavecrew's backends: running agent CLIs safely and reading what they did.
+//!
+//! * [`supervise`]: one process under supervision — argv only, its own
+//!   process group, wall and stall limits, SIGTERM → grace → SIGKILL of the
+//!   whole group, output captured with a bounded tail;
+//! * [`events`]: the JSON streams of codex, gemini and claude parsed into one
+//!   event model, folded into a [`events::StreamState`];
+//! * [`outcome`]: the outcome class of an attempt from its exit code and its
+//!   events.
+//!
+//! ```
+//! use wavecrew_backends::events::{StreamFormat, StreamState};
+//! use wavecrew_backends::outcome::classify;
+//! use wavecrew_backends::supervise::Ended;
+//!
+//! let mut state = StreamState::default();
+//! state.apply_line(StreamFormat::Codex, r#"{"type":"thread.started","thread_id":"t-1"}"#);
+//! state.apply_line(StreamFormat::Codex, r#"{"type":"turn.completed","usage":{"input_tokens":20,"output_tokens":10}}"#);
+//! let ended = Ended::Exited { code: Some(0), signal: None };
+//! assert_eq!(classify(&ended, &state, "").name(), "success");
+//! assert_eq!(state.session_id.as_deref(), Some("t-1"));
+//! ```
+
+pub mod events;
+pub mod outcome;
+pub mod supervise;

@@ -1,0 +1,124 @@
+//! Outcome classes from the exit code and the event stream, never from "it
+//! printed something" (ccw counted a non-zero exit with output as success).
+
+use wavecrew_core::OutcomeClass;
+
+use crate::events::StreamState;
+use crate::supervise::Ended;
+
+/// Classify an attempt.
+///
+/// Order matters: limits first (we killed it), then a process that could
+/// not start, then what the stream says (auth, rate limit, denied tools),
+/// then the exit code.
+pub fn classify(ended: &Ended, stream: &StreamState, stderr_tail: &str) -> OutcomeClass {
+    let code = match ended {
+        Ended::TimedOut => return OutcomeClass::TimedOut,
+        Ended::Stalled => return OutcomeClass::Stalled,
+        Ended::SpawnFailed(_) => return OutcomeClass::Unavailable,
+        Ended::Exited { code, .. } => *code,
+    };
+    let (message, status) = stream
+        .fatal_error
+        .clone()
+        .map_or((String::new(), None), |(m, s)| (m, s));
+    let text = format!("{message}\n{stderr_tail}").to_ascii_lowercase();
+    let failed = code != Some(0) || stream.fatal_error.is_some();
+    if failed {
+        if matches!(status, Some(401 | 403))
+            || text.contains("unauthorized")
+            || text.contains("invalid api key")
+            || text.contains("invalid x-api-key")
+            || text.contains("missing environment variable")
+            || text.contains("authentication")
+        {
+            return OutcomeClass::AuthError;
+        }
+        if status == Some(429)
+            || text.contains("429 too many requests")
+            || text.contains("rate limit")
+            || text.contains("resource_exhausted")
+        {
+            return OutcomeClass::RateLimited {
+                retry_after_secs: retry_after(&text),
+            };
+        }
+        return OutcomeClass::Failed;
+    }
+    if !stream.denied.is_empty() {
+        return OutcomeClass::PermissionDenied;
+    }
+    OutcomeClass::Success
+}
+
+/// `retry after 30`, `retry-after: 30`, `retry in 30s`.
+fn retry_after(text: &str) -> Option<u64> {
+    for marker in ["retry-after:", "retry after", "retry in", "retry-after"] {
+        if let Some(i) = text.find(marker) {
+            let rest = text[i + marker.len()..].trim_start();
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            if let Ok(n) = digits.parse() {
+                return Some(n);
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exited(code: i32) -> Ended {
+        Ended::Exited {
+            code: Some(code),
+            signal: None,
+        }
+    }
+
+    #[test]
+    fn exit_code_and_stream_decide() {
+        let ok = StreamState {
+            completed: true,
+            ..StreamState::default()
+        };
+        assert_eq!(classify(&exited(0), &ok, ""), OutcomeClass::Success);
+        assert_eq!(
+            classify(&exited(1), &ok, "lots of output"),
+            OutcomeClass::Failed
+        );
+        assert_eq!(classify(&Ended::TimedOut, &ok, ""), OutcomeClass::TimedOut);
+        assert_eq!(classify(&Ended::Stalled, &ok, ""), OutcomeClass::Stalled);
+        assert_eq!(
+            classify(&Ended::SpawnFailed("no such file".into()), &ok, ""),
+            OutcomeClass::Unavailable
+        );
+        let denied = StreamState {
+            completed: true,
+            denied: vec!["Bash".into()],
+            ..StreamState::default()
+        };
+        assert_eq!(
+            classify(&exited(0), &denied, ""),
+            OutcomeClass::PermissionDenied
+        );
+        let limited = StreamState {
+            fatal_error: Some((
+                "exceeded retry limit, last status: 429 Too Many Requests; retry after 30".into(),
+                None,
+            )),
+            ..StreamState::default()
+        };
+        assert_eq!(
+            classify(&exited(1), &limited, ""),
+            OutcomeClass::RateLimited {
+                retry_after_secs: Some(30)
+            }
+        );
+        let auth = StreamState {
+            fatal_error: Some(("unexpected status 401 Unauthorized".into(), Some(401))),
+            ..StreamState::default()
+        };
+        assert_eq!(classify(&exited(1), &auth, ""), OutcomeClass::AuthError);
+    }
+}

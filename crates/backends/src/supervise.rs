@@ -1,0 +1,300 @@
+//! Running one agent process under supervision (the nextest model).
+//!
+//! * argv only, never a shell; stdin is `/dev/null`, or a pipe that is
+//!   written and closed at once (an open stdin hangs `codex exec`);
+//! * the child leads its own process group, so everything it starts can be
+//!   signalled together;
+//! * a wall-clock limit and a no-output (stall) limit; on expiry the group
+//!   gets SIGTERM, a grace period, then SIGKILL, and the child is reaped;
+//! * when the child exits by itself, whatever it left running in its group
+//!   (a background grandchild) is terminated the same way, so no process
+//!   outlives the attempt;
+//! * stdout and stderr are copied to files as they arrive, and the last
+//!   [`TAIL_BYTES`] of each are kept in memory; every stdout line is handed
+//!   to a callback (the event parser).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+use tokio::time::Instant;
+use wavecrew_core::Limits;
+
+/// How much of each stream is kept in memory.
+pub const TAIL_BYTES: usize = 64 * 1024;
+
+/// What the child reads on stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StdinInput {
+    /// `/dev/null`.
+    Null,
+    /// These bytes, then end of file.
+    Bytes(Vec<u8>),
+}
+
+/// A process to run: argv, folder, environment, stdin.
+#[derive(Debug, Clone)]
+pub struct Spawn {
+    /// The program (a path, or a name looked up in `PATH`).
+    pub program: PathBuf,
+    /// The arguments, each passed as one argv element.
+    pub args: Vec<String>,
+    /// The working folder.
+    pub cwd: PathBuf,
+    /// Variables to set.
+    pub env: BTreeMap<String, String>,
+    /// Variables to remove.
+    pub env_remove: Vec<String>,
+    /// What stdin holds.
+    pub stdin: StdinInput,
+}
+
+impl Spawn {
+    /// `program args…` in `cwd`, stdin `/dev/null`, environment inherited.
+    pub fn new(program: impl Into<PathBuf>, args: &[&str], cwd: impl Into<PathBuf>) -> Self {
+        Spawn {
+            program: program.into(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            cwd: cwd.into(),
+            env: BTreeMap::new(),
+            env_remove: Vec::new(),
+            stdin: StdinInput::Null,
+        }
+    }
+}
+
+/// Why the process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// It exited (with a code, or by a signal it did not get from us).
+    Exited {
+        /// The exit code, when it exited normally.
+        code: Option<i32>,
+        /// The signal that ended it, otherwise.
+        signal: Option<i32>,
+    },
+    /// The wall-clock limit expired and the group was killed.
+    TimedOut,
+    /// It printed nothing for the stall limit and the group was killed.
+    Stalled,
+    /// It could not be started (missing program, not executable, bad folder).
+    SpawnFailed(String),
+}
+
+/// What a supervised run produced.
+#[derive(Debug, Clone)]
+pub struct Supervised {
+    /// How it ended.
+    pub ended: Ended,
+    /// The last bytes of stdout.
+    pub stdout_tail: String,
+    /// The last bytes of stderr.
+    pub stderr_tail: String,
+    /// How long it ran.
+    pub duration: Duration,
+    /// Where stdout was written.
+    pub stdout_path: Option<PathBuf>,
+    /// Where stderr was written.
+    pub stderr_path: Option<PathBuf>,
+}
+
+/// A bounded tail of a stream.
+#[derive(Default)]
+struct Tail(Vec<u8>);
+
+impl Tail {
+    fn push(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+        if self.0.len() > TAIL_BYTES {
+            let cut = self.0.len() - TAIL_BYTES;
+            self.0.drain(..cut);
+        }
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0).into_owned()
+    }
+}
+
+/// Send `signal` to the group; `false` when the group no longer exists.
+fn signal_group(pgid: Pid, signal: Signal) -> bool {
+    !matches!(killpg(pgid, signal), Err(nix::errno::Errno::ESRCH))
+}
+
+/// Whether any process of the group is still there.
+fn group_alive(pgid: Pid) -> bool {
+    !matches!(killpg(pgid, None), Err(nix::errno::Errno::ESRCH))
+}
+
+/// SIGTERM the group, wait up to `grace` for it to empty, then SIGKILL.
+async fn terminate_group(pgid: Pid, grace: Duration) {
+    if !signal_group(pgid, Signal::SIGTERM) {
+        return;
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        if !group_alive(pgid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    signal_group(pgid, Signal::SIGKILL);
+}
+
+async fn open_sink(path: Option<&Path>) -> Option<tokio::fs::File> {
+    let path = path?;
+    if let Some(dir) = path.parent() {
+        tokio::fs::create_dir_all(dir).await.ok()?;
+    }
+    tokio::fs::File::create(path).await.ok()
+}
+
+/// Run `spawn` under `limits`, copying stdout to `stdout_path` and stderr to
+/// `stderr_path` (when given), calling `on_line` with each stdout line.
+pub async fn supervise(
+    spawn: &Spawn,
+    limits: &Limits,
+    stdout_path: Option<&Path>,
+    stderr_path: Option<&Path>,
+    mut on_line: impl FnMut(&str),
+) -> Supervised {
+    let started = Instant::now();
+    let mut result = Supervised {
+        ended: Ended::SpawnFailed(String::new()),
+        stdout_tail: String::new(),
+        stderr_tail: String::new(),
+        duration: Duration::ZERO,
+        stdout_path: stdout_path.map(Path::to_owned),
+        stderr_path: stderr_path.map(Path::to_owned),
+    };
+    let mut cmd = Command::new(&spawn.program);
+    cmd.args(&spawn.args)
+        .current_dir(&spawn.cwd)
+        .process_group(0)
+        .kill_on_drop(true)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .stdin(match spawn.stdin {
+            StdinInput::Null => Stdio::null(),
+            StdinInput::Bytes(_) => Stdio::piped(),
+        });
+    for k in &spawn.env_remove {
+        cmd.env_remove(k);
+    }
+    cmd.envs(&spawn.env);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            result.ended =
+                Ended::SpawnFailed(format!("cannot start `{}`: {e}", spawn.program.display()));
+            return result;
+        }
+    };
+    let pgid = Pid::from_raw(
+        child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .unwrap_or(0),
+    );
+    if let (StdinInput::Bytes(bytes), Some(mut stdin)) = (&spawn.stdin, child.stdin.take()) {
+        // Written from a task so a child that does not read cannot block
+        // us; dropped at the end, which closes the pipe.
+        let bytes = bytes.clone();
+        tokio::spawn(async move {
+            let _ = stdin.write_all(&bytes).await;
+        });
+    }
+    let mut out_sink = open_sink(stdout_path).await;
+    let mut err_sink = open_sink(stderr_path).await;
+    let mut stdout = child.stdout.take().map(BufReader::new);
+    let mut stderr = child.stderr.take().map(BufReader::new);
+    let (mut out_tail, mut err_tail) = (Tail::default(), Tail::default());
+    let wall_deadline = started + limits.wall;
+    let mut last_output = Instant::now();
+    let mut out_buf = Vec::new();
+    let mut err_buf = Vec::new();
+    let mut status: Option<std::io::Result<ExitStatus>> = None;
+    let mut killed: Option<Ended> = None;
+
+    while status.is_none() || stdout.is_some() || stderr.is_some() {
+        let stall_deadline = last_output + limits.stall;
+        let deadline = wall_deadline.min(stall_deadline);
+        tokio::select! {
+            s = child.wait(), if status.is_none() => {
+                status = Some(s);
+                // Whatever the child left in its group goes with it; this
+                // also closes pipes a background grandchild still holds.
+                terminate_group(pgid, limits.grace).await;
+            }
+            n = read_line(&mut stdout, &mut out_buf) => {
+                if n > 0 {
+                    last_output = Instant::now();
+                    out_tail.push(&out_buf);
+                    write_sink(&mut out_sink, &out_buf).await;
+                    on_line(String::from_utf8_lossy(&out_buf).trim_end_matches(['\n', '\r']));
+                } else {
+                    stdout = None;
+                }
+                out_buf.clear();
+            }
+            n = read_line(&mut stderr, &mut err_buf) => {
+                if n > 0 {
+                    last_output = Instant::now();
+                    err_tail.push(&err_buf);
+                    write_sink(&mut err_sink, &err_buf).await;
+                } else {
+                    stderr = None;
+                }
+                err_buf.clear();
+            }
+            () = tokio::time::sleep_until(deadline), if killed.is_none() => {
+                killed = Some(if Instant::now() >= wall_deadline { Ended::TimedOut } else { Ended::Stalled });
+                terminate_group(pgid, limits.grace).await;
+                if status.is_none() {
+                    status = Some(child.wait().await);
+                }
+            }
+        }
+    }
+    result.duration = started.elapsed();
+    result.stdout_tail = out_tail.text();
+    result.stderr_tail = err_tail.text();
+    result.ended = match (killed, status) {
+        (Some(k), _) => k,
+        (None, Some(Ok(s))) => {
+            use std::os::unix::process::ExitStatusExt;
+            Ended::Exited {
+                code: s.code(),
+                signal: s.signal(),
+            }
+        }
+        (None, Some(Err(e))) => Ended::SpawnFailed(format!("waiting for the child: {e}")),
+        (None, None) => Ended::SpawnFailed("the child vanished".into()),
+    };
+    result
+}
+
+/// Read one line (or what is left) into `buf`; 0 at end of stream. A
+/// missing stream never resolves.
+async fn read_line<R: AsyncRead + Unpin>(
+    reader: &mut Option<BufReader<R>>,
+    buf: &mut Vec<u8>,
+) -> usize {
+    match reader {
+        Some(r) => r.read_until(b'\n', buf).await.unwrap_or(0),
+        None => std::future::pending().await,
+    }
+}
+
+async fn write_sink(sink: &mut Option<tokio::fs::File>, bytes: &[u8]) {
+    if let Some(f) = sink
+        && f.write_all(bytes).await.is_err()
+    {
+        *sink = None;
+    }
+}

@@ -1,0 +1,249 @@
+//! Supervision: limits, process groups, SIGTERM-proof children, argv.
+//!
+//! The children are this test binary itself, re-run with `JOB_ENV` naming
+//! what to do, so no shell and no external program is involved.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use wavecrew_backends::supervise::{Ended, Spawn, StdinInput, supervise};
+use wavecrew_core::Limits;
+
+const JOB_ENV: &str = "WAVECREW_SUPERVISE_JOB";
+const PID_FILE_ENV: &str = "WAVECREW_SUPERVISE_PIDFILE";
+
+fn job_spawn(job: &str, extra_args: &[&str]) -> Spawn {
+    let mut args = vec![
+        "--exact",
+        "supervision::child",
+        "--nocapture",
+        "--test-threads=1",
+    ];
+    args.extend_from_slice(extra_args);
+    let mut spawn = Spawn::new(
+        std::env::current_exe().unwrap(),
+        &args,
+        std::env::temp_dir(),
+    );
+    spawn.env.insert(JOB_ENV.into(), job.into());
+    spawn
+}
+
+fn limits(wall_ms: u64, stall_ms: u64) -> Limits {
+    Limits {
+        wall: Duration::from_millis(wall_ms),
+        stall: Duration::from_millis(stall_ms),
+        grace: Duration::from_millis(300),
+    }
+}
+
+/// The child side: does what `JOB_ENV` says.
+#[test]
+fn child() {
+    let Ok(job) = std::env::var(JOB_ENV) else {
+        return;
+    };
+    match job.as_str() {
+        "hang" => loop {
+            println!("still working");
+            std::thread::sleep(Duration::from_millis(50));
+        },
+        "silent" => {
+            println!("started");
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+        "grandchild" => {
+            // Start a grandchild that sleeps for an hour, record its pid, exit.
+            let mut spawn = std::process::Command::new(std::env::current_exe().unwrap());
+            spawn
+                .args([
+                    "--exact",
+                    "supervision::child",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(JOB_ENV, "sleep-hour");
+            // Deliberately not waited for: the point is to leave it behind.
+            #[allow(clippy::zombie_processes)]
+            let grandchild = spawn.spawn().unwrap();
+            std::fs::write(
+                std::env::var(PID_FILE_ENV).unwrap(),
+                grandchild.id().to_string(),
+            )
+            .unwrap();
+            println!("left a grandchild behind");
+        }
+        "sleep-hour" => std::thread::sleep(Duration::from_secs(3600)),
+        "ignore-term" => {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async {
+                let mut term =
+                    tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                        .unwrap();
+                println!("ignoring SIGTERM");
+                loop {
+                    term.recv().await;
+                    println!("got SIGTERM, ignoring it");
+                }
+            });
+        }
+        "echo" => {
+            // Print argv after the `--` marker and stdin, as JSON.
+            let args: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
+            let mut stdin = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut stdin).unwrap();
+            println!("{}", serde_json::json!({"args": args, "stdin": stdin}));
+        }
+        other => panic!("unknown job {other}"),
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie counts as gone: read its state.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.split_whitespace().nth(2).is_none_or(|st| st != "Z"))
+}
+
+#[tokio::test]
+async fn a_hang_is_killed_at_the_wall_limit() {
+    let out = supervise(
+        &job_spawn("hang", &[]),
+        &limits(600, 10_000),
+        None,
+        None,
+        |_| {},
+    )
+    .await;
+    assert_eq!(out.ended, Ended::TimedOut);
+    assert!(out.duration < Duration::from_secs(5));
+    assert!(out.stdout_tail.contains("still working"));
+}
+
+#[tokio::test]
+async fn a_silent_agent_is_killed_at_the_stall_limit() {
+    let out = supervise(
+        &job_spawn("silent", &[]),
+        &limits(20_000, 500),
+        None,
+        None,
+        |_| {},
+    )
+    .await;
+    assert_eq!(out.ended, Ended::Stalled);
+    assert!(out.duration < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_grandchild_does_not_outlive_the_attempt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pid_file: PathBuf = tmp.path().join("grandchild.pid");
+    let mut spawn = job_spawn("grandchild", &[]);
+    spawn
+        .env
+        .insert(PID_FILE_ENV.into(), pid_file.display().to_string());
+    let out = supervise(&spawn, &limits(20_000, 20_000), None, None, |_| {}).await;
+    assert!(
+        matches!(out.ended, Ended::Exited { code: Some(0), .. }),
+        "{:?}",
+        out.ended
+    );
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().parse().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while alive(pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!alive(pid), "grandchild {pid} survived");
+}
+
+#[tokio::test]
+async fn a_child_that_ignores_sigterm_gets_sigkill() {
+    let mut lines = Vec::new();
+    let out = supervise(
+        &job_spawn("ignore-term", &[]),
+        &limits(800, 10_000),
+        None,
+        None,
+        |l| {
+            lines.push(l.to_owned());
+        },
+    )
+    .await;
+    assert_eq!(out.ended, Ended::TimedOut);
+    // (libtest prints `test … ... ` before the child's own output.)
+    assert!(
+        lines.iter().any(|l| l.ends_with("ignoring SIGTERM")),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.ends_with("got SIGTERM, ignoring it")),
+        "{lines:?}"
+    );
+    assert!(out.duration < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn hostile_text_reaches_the_child_unchanged() {
+    let hostile = [
+        "\"quoted\"",
+        "'single'",
+        "$(touch /tmp/wavecrew-pwned)",
+        "`touch /tmp/wavecrew-pwned`",
+        "a; rm -rf /",
+        "line one\nline two",
+        "-leading-dash",
+    ];
+    let mut args = vec!["--"];
+    args.extend_from_slice(&hostile);
+    let mut spawn = job_spawn("echo", &args);
+    spawn.stdin = StdinInput::Bytes(hostile.join("|").into_bytes());
+    let tmp = tempfile::tempdir().unwrap();
+    let out_file = tmp.path().join("stdout.log");
+    let mut got = None;
+    let out = supervise(
+        &spawn,
+        &limits(20_000, 20_000),
+        Some(&out_file),
+        None,
+        |l| {
+            // (libtest prints `test … ... ` before the child's own output.)
+            if let Some(start) = l.find('{')
+                && let Ok(v) = serde_json::from_str::<serde_json::Value>(&l[start..])
+            {
+                got = Some(v);
+            }
+        },
+    )
+    .await;
+    assert!(
+        matches!(out.ended, Ended::Exited { code: Some(0), .. }),
+        "{:?}",
+        out.ended
+    );
+    let got = got.expect("the child echoed its argv");
+    let args: Vec<&str> = got["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(args, hostile);
+    assert_eq!(got["stdin"], hostile.join("|"));
+    assert!(!std::path::Path::new("/tmp/wavecrew-pwned").exists());
+    assert!(
+        std::fs::read_to_string(out_file)
+            .unwrap()
+            .contains("rm -rf")
+    );
+}
+
+#[tokio::test]
+async fn a_missing_program_is_unavailable() {
+    let spawn = Spawn::new("/nonexistent/agent-cli", &[], std::env::temp_dir());
+    let out = supervise(&spawn, &limits(1000, 1000), None, None, |_| {}).await;
+    assert!(matches!(out.ended, Ended::SpawnFailed(ref m) if m.contains("/nonexistent/agent-cli")));
+}
