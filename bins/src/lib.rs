@@ -5,6 +5,7 @@
 pub mod commands;
 pub mod exit;
 pub mod output;
+pub mod scripted_agent;
 
 use std::process::ExitCode;
 

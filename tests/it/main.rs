@@ -2,3 +2,4 @@
 
 mod msg;
 mod plan;
+mod scripted;

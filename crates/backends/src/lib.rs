@@ -6,7 +6,9 @@
 //! * [`events`]: the JSON streams of codex, gemini and claude parsed into one
 //!   event model, folded into a [`events::StreamState`];
 //! * [`outcome`]: the outcome class of an attempt from its exit code and its
-//!   events.
+//!   events;
+//! * [`scripted`]: the scripted agent, an agent CLI that replays a script in
+//!   any of the three stream formats (the demo's and the tests' backend).
 //!
 //! ```
 //! use wavecrew_backends::events::{StreamFormat, StreamState};
@@ -23,4 +25,5 @@
 
 pub mod events;
 pub mod outcome;
+pub mod scripted;
 pub mod supervise;
