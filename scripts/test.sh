@@ -23,6 +23,36 @@ for component in rustfmt clippy; do
   fi
 done
 
+# --- wavecrew-validation: test tools for the fixture projects (begin) ---
+# crates/validation's tests run real pytest (with pytest-cov), jest and
+# vitest (with coverage) projects, and cargo nextest; they never skip when a
+# tool is missing, so install the tools here, pinned, into the cache. The tests find them through
+# WAVECREW_CACHE (default ~/.cache/wavecrew): $CACHE/py (a venv) and
+# $CACHE/node/node_modules (from the committed lockfile).
+export WAVECREW_CACHE="$CACHE"
+VALIDATION_PY_PINS="pytest==8.4.2 pytest-cov==6.3.0"
+if [ "$(cat "$CACHE/py/.wavecrew-pins" 2>/dev/null)" != "$VALIDATION_PY_PINS" ]; then
+  step "installing $VALIDATION_PY_PINS into $CACHE/py"
+  rm -rf "$CACHE/py"
+  python3 -m venv "$CACHE/py"
+  # shellcheck disable=SC2086
+  "$CACHE/py/bin/python" -m pip install --quiet --disable-pip-version-check $VALIDATION_PY_PINS
+  echo "$VALIDATION_PY_PINS" > "$CACHE/py/.wavecrew-pins"
+fi
+NODE_TOOLS=crates/validation/tests/fixtures/node-tools
+if ! cmp -s "$NODE_TOOLS/package-lock.json" "$CACHE/node/package-lock.json" \
+   || [ ! -x "$CACHE/node/node_modules/.bin/jest" ] \
+   || [ ! -x "$CACHE/node/node_modules/.bin/vitest" ]; then
+  step "installing the node test tools (jest, vitest) into $CACHE/node"
+  rm -rf "$CACHE/node"
+  mkdir -p "$CACHE/node"
+  cp "$NODE_TOOLS/package.json" "$NODE_TOOLS/package-lock.json" "$CACHE/node/"
+  # `npm install` (not `ci`) honours the lockfile and tolerates the
+  # platform-specific optional packages a lockfile may list.
+  npm install --prefix "$CACHE/node" --no-audit --no-fund --loglevel=error
+fi
+# --- wavecrew-validation (end) ---
+
 step "cargo fmt --check"
 cargo fmt --all --check
 

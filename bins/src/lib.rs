@@ -30,6 +30,9 @@ pub enum Command {
     Plan(commands::plan::PlanCommand),
     /// The team message bus (`ccw team` compatible): log, read, list, status, …
     Msg(Box<commands::msg::MsgArgs>),
+    /// Validate from evidence, one check at a time: syntax, tests, acceptance.
+    #[command(subcommand)]
+    Check(commands::check::CheckCommand),
 }
 
 /// The `wavecrew` binary's main: parse, run, map the outcome to an exit code.
@@ -42,6 +45,7 @@ pub fn wavecrew_main() -> ExitCode {
     let result = match cli.command {
         Command::Plan(cmd) => commands::plan::run(cmd),
         Command::Msg(args) => commands::msg::run(&args),
+        Command::Check(cmd) => commands::check::run(cmd),
     };
     finish(result)
 }

@@ -1,4 +1,5 @@
 //! One module per `wavecrew` subcommand.
 
+pub mod check;
 pub mod msg;
 pub mod plan;
