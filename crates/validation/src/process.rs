@@ -203,9 +203,14 @@ async fn kill_group(pgid: Pid) {
 pub async fn run(cmd: &Cmd) -> Output {
     let started = Instant::now();
     let mut command = Command::new(&cmd.program);
+    // Plain output: tools force colours under `CI`, and escape codes would
+    // hide the console summary from the fallback parser. `cmd.env` may
+    // override this.
     command
         .args(&cmd.args)
         .current_dir(&cmd.cwd)
+        .env("NO_COLOR", "1")
+        .env_remove("FORCE_COLOR")
         .envs(&cmd.env)
         .process_group(0)
         .kill_on_drop(true)

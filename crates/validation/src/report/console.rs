@@ -10,6 +10,8 @@ use super::{Counts, Source, TestReport};
 /// Read the counts from the console summary of a test run. `None` when no
 /// summary line is found.
 pub fn parse_console_summary(text: &str) -> Option<TestReport> {
+    let plain = strip_ansi(text);
+    let text = plain.as_str();
     // nextest's closing line (its output also embeds the libtest lines of
     // failed tests, which must not be added up).
     if let Some(counts) = text
@@ -55,6 +57,29 @@ pub fn parse_console_summary(text: &str) -> Option<TestReport> {
         source: Source::Console,
         evidence: Vec::new(),
     })
+}
+
+/// Remove ANSI escape sequences (`ESC [ … letter`), which tools print
+/// when they believe a terminal or CI wants colours.
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // Parameters and intermediates, then one final letter.
+                for d in chars.by_ref() {
+                    if d.is_ascii_alphabetic() || d == '~' {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The counts in one summary line: `<n> <word>` pairs separated by `,`, `;`
@@ -112,6 +137,13 @@ mod tests {
             (3, 1, 1, 0)
         );
         assert_eq!(counts("      Tests  1 failed | 3 passed (4)"), (3, 1, 0, 0));
+        // Coloured, as vitest prints it under `CI`.
+        assert_eq!(
+            counts(
+                "\u{1b}[2m      Tests  \u{1b}[22m\u{1b}[1m\u{1b}[31m2 failed\u{1b}[39m\u{1b}[22m\u{1b}[2m | \u{1b}[22m\u{1b}[1m\u{1b}[32m2 passed\u{1b}[39m\u{1b}[22m\u{1b}[2m | \u{1b}[22m\u{1b}[33m1 skipped\u{1b}[39m\u{1b}[90m (5)\u{1b}[39m"
+            ),
+            (2, 2, 1, 0)
+        );
         assert_eq!(
             counts(
                 "test result: FAILED. 1 passed; 1 failed; 1 ignored; 0 measured; 0 filtered out\n\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out"
