@@ -17,6 +17,9 @@ use crate::exit::{CliError, Exit};
 #[derive(Debug, Parser)]
 #[command(name = "wavecrew", version, about, long_about = None)]
 pub struct Cli {
+    /// Read this configuration file instead of `<project root>/wavecrew.toml`.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<std::path::PathBuf>,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
@@ -33,6 +36,9 @@ pub enum Command {
     /// Validate from evidence, one check at a time: syntax, tests, acceptance.
     #[command(subcommand)]
     Check(commands::check::CheckCommand),
+    /// Try a backend: probe every configured one, or run one attempt.
+    #[command(subcommand)]
+    Backend(commands::backend::BackendCommand),
 }
 
 /// The `wavecrew` binary's main: parse, run, map the outcome to an exit code.
@@ -46,6 +52,7 @@ pub fn wavecrew_main() -> ExitCode {
         Command::Plan(cmd) => commands::plan::run(cmd),
         Command::Msg(args) => commands::msg::run(&args),
         Command::Check(cmd) => commands::check::run(cmd),
+        Command::Backend(cmd) => commands::backend::run(cmd, cli.config.as_deref()),
     };
     finish(result)
 }

@@ -29,6 +29,9 @@ pub struct ScriptedArgs {
     /// The task id, matched against scenarios' `match.task`.
     #[arg(long)]
     pub task: Option<String>,
+    /// Continue this native session (as the real CLIs' `--resume`).
+    #[arg(long)]
+    pub resume: Option<String>,
     /// The prompt; read from stdin when absent.
     pub prompt: Option<String>,
 }
@@ -72,11 +75,12 @@ pub fn scripted_agent_main() -> ExitCode {
         return Exit::BadInput.into();
     };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
-    match wavecrew_backends::scripted::run(
+    match wavecrew_backends::scripted::run_in_session(
         scenario,
         format,
         &cwd,
         &prompt,
+        args.resume.as_deref(),
         std::io::stdout().lock(),
     ) {
         Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),

@@ -1,5 +1,6 @@
 //! One module per `wavecrew` subcommand.
 
+pub mod backend;
 pub mod check;
 pub mod msg;
 pub mod plan;

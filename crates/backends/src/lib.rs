@@ -7,6 +7,14 @@
 //!   event model, folded into a [`events::StreamState`];
 //! * [`outcome`]: the outcome class of an attempt from its exit code and its
 //!   events;
+//! * [`config`]: `wavecrew.toml` (backends, aliases, limits, fallbacks);
+//! * [`adapter`]: each CLI's argv for a mode, a model and native resume;
+//! * [`runner`]: one attempt as a [`wavecrew_core::Backend`] — git status
+//!   before and after, session id recorded as it appears, redaction;
+//! * [`routing`]: the seeds' backend resolution, probes, fallback chains
+//!   and the retry policy; [`attempts`]: all the attempts of one task;
+//! * [`prompts`]: the prompt templates, untrusted text fenced;
+//! * [`redact`]: secret values out of every file written;
 //! * [`scripted`]: the scripted agent, an agent CLI that replays a script in
 //!   any of the three stream formats (the demo's and the tests' backend).
 //!
@@ -23,7 +31,19 @@
 //! assert_eq!(state.session_id.as_deref(), Some("t-1"));
 //! ```
 
+pub mod adapter;
+pub mod attempts;
+pub mod config;
 pub mod events;
+pub mod gitdiff;
 pub mod outcome;
+pub mod prompts;
+pub mod redact;
+pub mod routing;
+pub mod runner;
 pub mod scripted;
 pub mod supervise;
+
+pub use attempts::{AttemptEvent, TaskAttempts, TaskRun, run_task};
+pub use config::{Config, ConfigError, Kind, ResolvedBackend};
+pub use runner::CliBackend;

@@ -3,8 +3,36 @@
 
 use wavecrew_core::OutcomeClass;
 
+use crate::config::Kind;
 use crate::events::StreamState;
 use crate::supervise::Ended;
+
+/// [`classify`], reading the exit codes a CLI documents as well: gemini
+/// exits with the HTTP error code mod 256 (145 = 401, 173 = 429) and 41
+/// for missing or invalid credentials (`agent-clis.md` §2).
+pub fn classify_with_exit_hints(
+    kind: Kind,
+    ended: &Ended,
+    stream: &StreamState,
+    stderr_tail: &str,
+) -> OutcomeClass {
+    if matches!(kind, Kind::Gemini | Kind::Qwen)
+        && let Ended::Exited {
+            code: Some(code), ..
+        } = ended
+    {
+        match code {
+            41 | 145 => return OutcomeClass::AuthError,
+            173 => {
+                return OutcomeClass::RateLimited {
+                    retry_after_secs: None,
+                };
+            }
+            _ => {}
+        }
+    }
+    classify(ended, stream, stderr_tail)
+}
 
 /// Classify an attempt.
 ///
@@ -31,6 +59,9 @@ pub fn classify(ended: &Ended, stream: &StreamState, stderr_tail: &str) -> Outco
             || text.contains("invalid x-api-key")
             || text.contains("missing environment variable")
             || text.contains("authentication")
+            || text.contains("failed to authenticate")
+            || text.contains("not logged in")
+            || text.contains("must specify the gemini_api_key")
         {
             return OutcomeClass::AuthError;
         }

@@ -358,10 +358,23 @@ pub fn run<W: Write>(
     prompt: &str,
     out: W,
 ) -> Result<i32, ScriptError> {
+    run_in_session(scenario, format, cwd, prompt, None, out)
+}
+
+/// [`run`], continuing the native session `session` (as `--resume` does)
+/// instead of starting a new one.
+pub fn run_in_session<W: Write>(
+    scenario: &Scenario,
+    format: Option<StreamFormat>,
+    cwd: &Path,
+    prompt: &str,
+    session: Option<&str>,
+    out: W,
+) -> Result<i32, ScriptError> {
     let mut em = Emitter {
         format,
         out,
-        session: format!("scripted-{}", std::process::id()),
+        session: session.map_or_else(|| format!("scripted-{}", std::process::id()), str::to_owned),
         tool_n: 0,
     };
     em.start(prompt);

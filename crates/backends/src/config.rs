@@ -1,0 +1,635 @@
+//! `wavecrew.toml`: the backends, their limits, the seeds' name remapping,
+//! fallback chains, retries and redaction.
+//!
+//! The file is optional; every key has a default, so an empty file (or
+//! none) gives the built-in backends (`claude`, `codex`, `gemini`, `qwen`,
+//! `opencode`) with the seeds' names mapped as ccw maps them (`agent` →
+//! `claude`). Unknown keys are errors that name the key, so a typo never
+//! silently falls back to a default.
+//!
+//! ```toml
+//! [limits]
+//! timeout_secs = 1800        # wall clock per attempt
+//! stall_timeout_secs = 300   # no output for this long: killed
+//! max_parallel = 4           # attempts at once, all backends together
+//!
+//! [aliases]                  # the seeds' names → any backend
+//! agent = "mine"
+//!
+//! [routing]
+//! fallback = ["claude", "codex", "gemini"]
+//! max_retries = 3
+//!
+//! [redact]
+//! env = ["MY_PRIVATE_THING"]
+//!
+//! [backends.mine]
+//! kind = "command"
+//! argv = ["python3", "my_agent.py", "--task", "{task_id}"]
+//! prompt = "stdin"           # or "arg" ({prompt}), "file" ({prompt_file})
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use wavecrew_core::Limits;
+
+use crate::events::StreamFormat;
+
+/// The file name looked up in the project root.
+pub const CONFIG_FILE: &str = "wavecrew.toml";
+
+/// A configuration problem: the file, the key and what was expected.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("{path}: cannot read: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML, or a key has the wrong shape.
+    #[error("{path}: {key}: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key (`backends.mine.prompt`), or `(file)`.
+        key: String,
+        /// What was expected.
+        message: String,
+    },
+}
+
+/// Which adapter runs a backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// Claude Code, `claude -p` (the seeds' `agent`).
+    Claude,
+    /// OpenAI Codex CLI, `codex exec`.
+    Codex,
+    /// Google Gemini CLI, `gemini -p`.
+    Gemini,
+    /// Qwen Code (a Gemini CLI fork), `qwen -p`.
+    Qwen,
+    /// opencode, `opencode run`.
+    Opencode,
+    /// Any program, from an argv template.
+    Command,
+    /// `wavecrew-scripted-agent` with a script file.
+    Scripted,
+}
+
+impl Kind {
+    /// The stable name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Claude => "claude",
+            Kind::Codex => "codex",
+            Kind::Gemini => "gemini",
+            Kind::Qwen => "qwen",
+            Kind::Opencode => "opencode",
+            Kind::Command => "command",
+            Kind::Scripted => "scripted",
+        }
+    }
+
+    /// The program a built-in kind runs when none is configured.
+    pub fn default_program(self) -> Option<&'static str> {
+        match self {
+            Kind::Claude => Some("claude"),
+            Kind::Codex => Some("codex"),
+            Kind::Gemini => Some("gemini"),
+            Kind::Qwen => Some("qwen"),
+            Kind::Opencode => Some("opencode"),
+            Kind::Scripted => Some("wavecrew-scripted-agent"),
+            Kind::Command => None,
+        }
+    }
+
+    /// The event stream the kind's CLI prints.
+    pub fn stream_format(self) -> Option<StreamFormat> {
+        match self {
+            Kind::Claude => Some(StreamFormat::Claude),
+            Kind::Codex => Some(StreamFormat::Codex),
+            Kind::Gemini | Kind::Qwen => Some(StreamFormat::Gemini),
+            Kind::Opencode | Kind::Command | Kind::Scripted => None,
+        }
+    }
+}
+
+/// How a `command` backend receives the prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptChannel {
+    /// Written to stdin, then closed.
+    #[default]
+    Stdin,
+    /// As one argv element, where the template says `{prompt}`.
+    Arg,
+    /// In a file whose path replaces `{prompt_file}`.
+    File,
+}
+
+/// The stream a backend prints, as configured (`stream = "claude"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamSetting {
+    /// Plain text: the outcome comes from the exit code alone.
+    #[default]
+    None,
+    /// codex `--json` lines.
+    Codex,
+    /// gemini `-o stream-json` lines.
+    Gemini,
+    /// claude `stream-json` lines.
+    Claude,
+}
+
+impl StreamSetting {
+    /// The parser, if any.
+    pub fn format(self) -> Option<StreamFormat> {
+        match self {
+            StreamSetting::None => None,
+            StreamSetting::Codex => Some(StreamFormat::Codex),
+            StreamSetting::Gemini => Some(StreamFormat::Gemini),
+            StreamSetting::Claude => Some(StreamFormat::Claude),
+        }
+    }
+}
+
+/// One `[backends.<name>]` table.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendSpec {
+    /// The adapter (defaults to the table's name when that is a built-in kind).
+    #[serde(default)]
+    pub kind: Option<Kind>,
+    /// The program to run (a path or a name on `PATH`).
+    #[serde(default)]
+    pub program: Option<String>,
+    /// `command` backends: the argv template (the program first).
+    #[serde(default)]
+    pub argv: Vec<String>,
+    /// `command` backends: how the prompt is passed.
+    #[serde(default)]
+    pub prompt: PromptChannel,
+    /// `command` backends: the stream format they print.
+    #[serde(default)]
+    pub stream: StreamSetting,
+    /// The model (`-m` / `--model`).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Extra folders the agent may use (`--add-dir`, `--include-directories`).
+    #[serde(default)]
+    pub add_dirs: Vec<String>,
+    /// Extra argv elements, after the adapter's own.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Variables set for the child.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A `KEY=VALUE` file read into the child's environment.
+    #[serde(default)]
+    pub env_file: Option<String>,
+    /// Wall-clock limit of one attempt, seconds.
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+    /// No-output limit, seconds.
+    #[serde(default)]
+    pub stall_timeout_secs: Option<u64>,
+    /// Attempts of this backend at once.
+    #[serde(default)]
+    pub max_parallel: Option<usize>,
+    /// Where to go when this backend is unavailable.
+    #[serde(default)]
+    pub fallback: Option<Vec<String>>,
+    /// A private `HOME`/`TMPDIR` per attempt (under the attempt folder).
+    #[serde(default)]
+    pub isolate_home: Option<bool>,
+    /// claude: the permission mode for write attempts
+    /// (`bypassPermissions` by default; `acceptEdits`, …).
+    #[serde(default)]
+    pub permission_mode: Option<String>,
+    /// codex: the sandbox for write attempts (`danger-full-access` by
+    /// default = `--dangerously-bypass-approvals-and-sandbox`;
+    /// `workspace-write`).
+    #[serde(default)]
+    pub sandbox: Option<String>,
+    /// `scripted` backends: the script file.
+    #[serde(default)]
+    pub script: Option<String>,
+    /// `scripted` backends: the stream format it speaks.
+    #[serde(default)]
+    pub format: Option<StreamSetting>,
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Wall-clock limit of one attempt, seconds.
+    pub timeout_secs: u64,
+    /// No-output limit, seconds.
+    pub stall_timeout_secs: u64,
+    /// Between SIGTERM and SIGKILL, seconds.
+    pub grace_secs: u64,
+    /// Attempts at once, all backends together.
+    pub max_parallel: usize,
+    /// A private `HOME`/`TMPDIR` per attempt, for every backend.
+    pub isolate_home: bool,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        let d = Limits::default();
+        LimitsConfig {
+            timeout_secs: d.wall.as_secs(),
+            stall_timeout_secs: d.stall.as_secs(),
+            grace_secs: d.grace.as_secs(),
+            max_parallel: 4,
+            isolate_home: false,
+        }
+    }
+}
+
+/// `[routing]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoutingConfig {
+    /// The fallback chain when a backend is unavailable.
+    pub fallback: Vec<String>,
+    /// Retries of a failed attempt (with the error in the prompt), at most 3.
+    pub max_retries: u32,
+    /// First backoff for rate limits and transient errors, milliseconds.
+    pub backoff_ms: u64,
+    /// The longest backoff, milliseconds.
+    pub max_backoff_ms: u64,
+}
+
+impl Default for RoutingConfig {
+    fn default() -> Self {
+        RoutingConfig {
+            fallback: vec!["claude".into(), "codex".into(), "gemini".into()],
+            max_retries: 3,
+            backoff_ms: 2_000,
+            max_backoff_ms: 60_000,
+        }
+    }
+}
+
+/// `[redact]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RedactConfig {
+    /// More variable names whose values are secret.
+    pub env: Vec<String>,
+}
+
+/// The whole `wavecrew.toml`, as far as the backends read it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// `[limits]`.
+    pub limits: LimitsConfig,
+    /// `[aliases]`: seed names (`agent`, `codex`, `gemini`) → backend names.
+    pub aliases: BTreeMap<String, String>,
+    /// `[routing]`.
+    pub routing: RoutingConfig,
+    /// `[redact]`.
+    pub redact: RedactConfig,
+    /// `[backends.<name>]`.
+    pub backends: BTreeMap<String, BackendSpec>,
+    /// Where the file was read from (not a key).
+    #[serde(skip)]
+    pub source: Option<PathBuf>,
+}
+
+/// The built-in backend names.
+pub const BUILT_IN: [&str; 5] = ["claude", "codex", "gemini", "qwen", "opencode"];
+
+/// A backend with everything resolved: name, kind and spec.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ResolvedBackend {
+    /// The name users choose it by.
+    pub name: String,
+    /// The adapter.
+    pub kind: Kind,
+    /// The configuration.
+    pub spec: BackendSpec,
+}
+
+impl Config {
+    /// Parse a file's text; `path` is only used in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let invalid = |key: String, message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            key,
+            message,
+        };
+        let de = toml::Deserializer::parse(text)
+            .map_err(|e| invalid("(file)".into(), e.message().to_owned()))?;
+        let mut config: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let key = e.path().to_string();
+            let message = e.inner().message().to_owned();
+            invalid(if key == "." { "(file)".into() } else { key }, message)
+        })?;
+        config.source = Some(path.to_owned());
+        config.validate(path)?;
+        Ok(config)
+    }
+
+    /// Read `file`.
+    pub fn load(file: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Io {
+            path: file.to_owned(),
+            source,
+        })?;
+        Config::parse(&text, file)
+    }
+
+    /// `explicit` when given, else `<project_root>/wavecrew.toml` when it
+    /// exists, else the defaults.
+    pub fn discover(project_root: &Path, explicit: Option<&Path>) -> Result<Config, ConfigError> {
+        if let Some(file) = explicit {
+            return Config::load(file);
+        }
+        let file = project_root.join(CONFIG_FILE);
+        if file.is_file() {
+            Config::load(&file)
+        } else {
+            Ok(Config::default())
+        }
+    }
+
+    fn validate(&self, path: &Path) -> Result<(), ConfigError> {
+        let invalid = |key: String, message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            key,
+            message,
+        };
+        if self.routing.max_retries > 3 {
+            return Err(invalid(
+                "routing.max_retries".into(),
+                format!("at most 3, got {}", self.routing.max_retries),
+            ));
+        }
+        if self.limits.max_parallel == 0 {
+            return Err(invalid(
+                "limits.max_parallel".into(),
+                "expected at least 1".into(),
+            ));
+        }
+        for (name, spec) in &self.backends {
+            let key = |k: &str| format!("backends.{name}.{k}");
+            if name.is_empty()
+                || !name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err(invalid(
+                    format!("backends.{name}"),
+                    "a backend name is letters, digits, '-' and '_'".into(),
+                ));
+            }
+            let kind = spec.kind.or_else(|| builtin_kind(name)).ok_or_else(|| {
+                invalid(
+                    key("kind"),
+                    format!(
+                        "missing: `{name}` is not a built-in backend, so say which adapter runs it \
+                         (claude, codex, gemini, qwen, opencode, command, scripted)"
+                    ),
+                )
+            })?;
+            if kind == Kind::Command {
+                if spec.argv.is_empty() {
+                    return Err(invalid(
+                        key("argv"),
+                        "a command backend needs an argv template, e.g. [\"python3\", \"agent.py\", \"{task_id}\"]".into(),
+                    ));
+                }
+                let joined = spec.argv.join("\u{0}");
+                if spec.prompt == PromptChannel::Arg && !joined.contains("{prompt}") {
+                    return Err(invalid(
+                        key("argv"),
+                        "prompt = \"arg\" needs a {prompt} placeholder in argv".into(),
+                    ));
+                }
+                if spec.prompt == PromptChannel::File && !joined.contains("{prompt_file}") {
+                    return Err(invalid(
+                        key("argv"),
+                        "prompt = \"file\" needs a {prompt_file} placeholder in argv".into(),
+                    ));
+                }
+                for element in &spec.argv {
+                    if let Err(bad) = crate::adapter::check_placeholders(element) {
+                        return Err(invalid(
+                            key("argv"),
+                            format!(
+                                "unknown placeholder {{{bad}}}; known: {}",
+                                crate::adapter::PLACEHOLDERS.join(", ")
+                            ),
+                        ));
+                    }
+                }
+            }
+            if kind == Kind::Scripted && spec.script.is_none() {
+                return Err(invalid(
+                    key("script"),
+                    "a scripted backend needs a script file".into(),
+                ));
+            }
+            if spec.max_parallel == Some(0) {
+                return Err(invalid(key("max_parallel"), "expected at least 1".into()));
+            }
+            for target in spec.fallback.iter().flatten() {
+                self.check_name(target)
+                    .map_err(|m| invalid(key("fallback"), m))?;
+            }
+        }
+        for (alias, target) in &self.aliases {
+            self.check_name(target)
+                .map_err(|m| invalid(format!("aliases.{alias}"), m))?;
+        }
+        for target in &self.routing.fallback {
+            self.check_name(target)
+                .map_err(|m| invalid("routing.fallback".into(), m))?;
+        }
+        Ok(())
+    }
+
+    fn check_name(&self, name: &str) -> Result<(), String> {
+        if self.backends.contains_key(name) || BUILT_IN.contains(&name) {
+            Ok(())
+        } else {
+            Err(format!(
+                "unknown backend `{name}`; known: {}",
+                self.names().join(", ")
+            ))
+        }
+    }
+
+    /// Every backend name: built-in and configured, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = BUILT_IN.iter().map(|s| (*s).to_owned()).collect();
+        for name in self.backends.keys() {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        names.sort();
+        names
+    }
+
+    /// A name as the seeds or a user wrote it (`agent`, `Codex`), mapped
+    /// through `[aliases]` and the built-in alias `agent` → `claude`.
+    pub fn canonical_name(&self, name: &str) -> String {
+        let lower = name.trim().to_ascii_lowercase();
+        if let Some(target) = self.aliases.get(&lower) {
+            return target.clone();
+        }
+        if lower == "agent" && !self.backends.contains_key("agent") {
+            return "claude".into();
+        }
+        lower
+    }
+
+    /// Resolve a backend by any name it can be chosen by.
+    pub fn backend(&self, name: &str) -> Option<ResolvedBackend> {
+        let name = self.canonical_name(name);
+        let spec = self.backends.get(&name).cloned();
+        let kind = spec
+            .as_ref()
+            .and_then(|s| s.kind)
+            .or_else(|| builtin_kind(&name))?;
+        Some(ResolvedBackend {
+            name,
+            kind,
+            spec: spec.unwrap_or_default(),
+        })
+    }
+
+    /// The limits of one attempt of `backend`.
+    pub fn limits_for(&self, backend: &ResolvedBackend) -> Limits {
+        Limits {
+            wall: Duration::from_secs(
+                backend
+                    .spec
+                    .timeout_secs
+                    .unwrap_or(self.limits.timeout_secs),
+            ),
+            stall: Duration::from_secs(
+                backend
+                    .spec
+                    .stall_timeout_secs
+                    .unwrap_or(self.limits.stall_timeout_secs),
+            ),
+            grace: Duration::from_secs(self.limits.grace_secs),
+        }
+    }
+
+    /// The fallback chain after `backend`: its own, else the global one,
+    /// without itself.
+    pub fn fallback_after(&self, backend: &ResolvedBackend) -> Vec<String> {
+        let chain = backend
+            .spec
+            .fallback
+            .clone()
+            .unwrap_or_else(|| self.routing.fallback.clone());
+        chain
+            .into_iter()
+            .map(|n| self.canonical_name(&n))
+            .filter(|n| n != &backend.name)
+            .collect()
+    }
+
+    /// Concurrency limits: all backends together, and per backend (for
+    /// the scheduler's class limits).
+    pub fn concurrency(&self) -> (usize, BTreeMap<String, usize>) {
+        let per = self
+            .backends
+            .iter()
+            .filter_map(|(n, s)| s.max_parallel.map(|m| (n.clone(), m)))
+            .collect();
+        (self.limits.max_parallel, per)
+    }
+}
+
+/// The kind of a built-in backend name.
+pub fn builtin_kind(name: &str) -> Option<Kind> {
+    match name {
+        "claude" => Some(Kind::Claude),
+        "codex" => Some(Kind::Codex),
+        "gemini" => Some(Kind::Gemini),
+        "qwen" => Some(Kind::Qwen),
+        "opencode" => Some(Kind::Opencode),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("wavecrew.toml"))
+    }
+
+    #[test]
+    fn empty_file_gives_the_defaults() {
+        let c = parse("").unwrap();
+        assert_eq!(c.backend("agent").unwrap().kind, Kind::Claude);
+        assert_eq!(c.backend("Codex").unwrap().kind, Kind::Codex);
+        assert!(c.backend("nope").is_none());
+        assert_eq!(c.limits.max_parallel, 4);
+    }
+
+    #[test]
+    fn aliases_remap_the_seed_names() {
+        let c = parse(
+            r#"
+            [aliases]
+            agent = "mine"
+            [backends.mine]
+            kind = "command"
+            argv = ["python3", "my_agent.py", "--task", "{task_id}"]
+            "#,
+        )
+        .unwrap();
+        let b = c.backend("agent").unwrap();
+        assert_eq!((b.name.as_str(), b.kind), ("mine", Kind::Command));
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let e = parse("[backends.mine]\nkind = \"command\"\nargv = [\"x\"]\nprompt = \"pipe\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("backends.mine.prompt"), "{e}");
+        let e = parse("[limits]\ntimeout = 3\n").unwrap_err().to_string();
+        assert!(e.contains("limits") && e.contains("timeout"), "{e}");
+        let e = parse("[backends.mine]\nargv = [\"x\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("backends.mine.kind"), "{e}");
+        let e = parse("[aliases]\nagent = \"nobody\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("aliases.agent") && e.contains("unknown backend"),
+            "{e}"
+        );
+        let e = parse("[backends.m]\nkind = \"command\"\nargv = [\"x\", \"{oops}\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("{oops}"), "{e}");
+        let e = parse("[routing]\nmax_retries = 9\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("routing.max_retries"), "{e}");
+    }
+}

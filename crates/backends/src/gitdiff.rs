@@ -1,0 +1,141 @@
+//! Files an attempt changed, from `git status` before and after.
+//!
+//! A snapshot records every path `git status` lists (untracked files
+//! included) with a hash of its content, so a file that was already dirty
+//! before the attempt and was edited again still counts, and one that was
+//! dirty and left alone does not. Outside a git work tree there is no
+//! snapshot, and the attempt's own file events are used instead.
+
+use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// The dirty files of a work tree at one moment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Path (relative to the work tree root) → (status, content hash).
+    entries: BTreeMap<String, (String, Option<u64>)>,
+    /// The work tree root.
+    root: std::path::PathBuf,
+}
+
+fn content_hash(path: &Path) -> Option<u64> {
+    let bytes = std::fs::read(path).ok()?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    Some(h.finish())
+}
+
+fn git(cwd: &Path, args: &[&str]) -> Option<Vec<u8>> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status.success().then_some(out.stdout)
+}
+
+impl Snapshot {
+    /// Take a snapshot of the work tree holding `cwd`; `None` outside git.
+    pub fn take(cwd: &Path) -> Option<Snapshot> {
+        let root = git(cwd, &["rev-parse", "--show-toplevel"])?;
+        let root = std::path::PathBuf::from(String::from_utf8_lossy(&root).trim());
+        let raw = git(
+            cwd,
+            &[
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=all",
+                "--no-renames",
+            ],
+        )?;
+        let mut entries = BTreeMap::new();
+        for record in raw.split(|b| *b == 0).filter(|r| r.len() > 3) {
+            let status = String::from_utf8_lossy(&record[..2]).into_owned();
+            let path = String::from_utf8_lossy(&record[3..]).into_owned();
+            let hash = content_hash(&root.join(&path));
+            entries.insert(path, (status, hash));
+        }
+        Some(Snapshot { entries, root })
+    }
+
+    /// Paths that differ between `self` (before) and `after`, sorted,
+    /// relative to the work tree root.
+    pub fn changed_since(&self, after: &Snapshot) -> Vec<String> {
+        let mut changed: Vec<String> = Vec::new();
+        for (path, entry) in &after.entries {
+            if self.entries.get(path) != Some(entry) {
+                changed.push(path.clone());
+            }
+        }
+        for path in self.entries.keys() {
+            if !after.entries.contains_key(path) {
+                // Dirty before, clean after: reverted or committed.
+                changed.push(path.clone());
+            }
+        }
+        changed.sort();
+        changed.dedup();
+        changed
+    }
+
+    /// The work tree root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(dir: &Path, args: &[&str]) {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "git {args:?}");
+    }
+
+    #[test]
+    fn edits_of_dirty_files_count_and_untouched_ones_do_not() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path();
+        sh(d, &["init", "-q"]);
+        std::fs::write(d.join("a.txt"), "a").unwrap();
+        std::fs::write(d.join("b.txt"), "b").unwrap();
+        sh(d, &["add", "."]);
+        sh(
+            d,
+            &[
+                "-c",
+                "user.email=t@e",
+                "-c",
+                "user.name=t",
+                "commit",
+                "-qm",
+                "init",
+            ],
+        );
+        std::fs::write(d.join("a.txt"), "dirty").unwrap();
+        std::fs::write(d.join("left.txt"), "alone").unwrap();
+        let before = Snapshot::take(d).unwrap();
+        std::fs::write(d.join("a.txt"), "dirtier").unwrap();
+        std::fs::create_dir_all(d.join("src")).unwrap();
+        std::fs::write(d.join("src/new file.rs"), "x").unwrap();
+        std::fs::remove_file(d.join("b.txt")).unwrap();
+        let after = Snapshot::take(d).unwrap();
+        assert_eq!(
+            before.changed_since(&after),
+            vec!["a.txt", "b.txt", "src/new file.rs"]
+        );
+        assert!(Snapshot::take(&std::env::temp_dir().join("no-such-dir-xyz")).is_none());
+    }
+}

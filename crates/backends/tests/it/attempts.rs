@@ -1,0 +1,482 @@
+//! Attempts end to end with the scripted agent and small command
+//! backends: every outcome class, files changed, redaction, retries with
+//! the error in the prompt, fallback, native resume, and prompts that
+//! carry shell syntax.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+use serde_json::json;
+use wavecrew_backends::attempts::{AttemptEvent, TaskAttempts, run_task};
+use wavecrew_backends::config::Config;
+use wavecrew_backends::{CliBackend, ResolvedBackend};
+use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, Limits, Mode, TaskId};
+use wavecrew_testkit::bin_path;
+
+fn git_repo() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let ok = Command::new("git")
+            .args(args)
+            .current_dir(tmp.path())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+    };
+    run(&["init", "-q"]);
+    std::fs::write(tmp.path().join("README.md"), "# demo\n").unwrap();
+    run(&["add", "."]);
+    run(&[
+        "-c",
+        "user.email=t@e",
+        "-c",
+        "user.name=t",
+        "commit",
+        "-qm",
+        "init",
+    ]);
+    tmp
+}
+
+/// A config whose `name` backend is the scripted agent with `script`.
+fn scripted_config(
+    dir: &Path,
+    name: &str,
+    format: &str,
+    script: &serde_json::Value,
+    extra: &str,
+) -> Config {
+    let script_path = dir.join(format!("{name}.script.json"));
+    std::fs::write(&script_path, serde_json::to_vec(script).unwrap()).unwrap();
+    let agent = bin_path("wavecrew-scripted-agent");
+    let text = format!(
+        "[backends.{name}]\nkind = \"scripted\"\nprogram = {:?}\nscript = {:?}\nformat = \"{format}\"\n{extra}",
+        agent.display().to_string(),
+        script_path.display().to_string(),
+    );
+    Config::parse(&text, &dir.join("wavecrew.toml")).unwrap()
+}
+
+fn request(cwd: &Path, out: &Path, prompt: &str, limits: Limits) -> AttemptRequest {
+    AttemptRequest {
+        task_id: "IMPL-001".into(),
+        prompt: prompt.into(),
+        cwd: cwd.to_owned(),
+        mode: Mode::Write,
+        attempt_dir: out.to_owned(),
+        limits,
+        resume_session: None,
+        env: std::collections::BTreeMap::new(),
+    }
+}
+
+fn limits(wall_ms: u64, stall_ms: u64) -> Limits {
+    Limits {
+        wall: std::time::Duration::from_millis(wall_ms),
+        stall: std::time::Duration::from_millis(stall_ms),
+        grace: std::time::Duration::from_millis(200),
+    }
+}
+
+async fn one(
+    config: &Config,
+    name: &str,
+    cwd: &Path,
+    out: &Path,
+    prompt: &str,
+    l: Limits,
+) -> AttemptOutcome {
+    let backend: ResolvedBackend = config.backend(name).unwrap();
+    CliBackend::new(backend)
+        .run(&request(cwd, out, prompt, l))
+        .await
+}
+
+fn all_files_text(dir: &Path) -> String {
+    let mut text = String::new();
+    for entry in walk(dir) {
+        text.push_str(&String::from_utf8_lossy(
+            &std::fs::read(&entry).unwrap_or_default(),
+        ));
+    }
+    text
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn every_outcome_class_from_a_real_process() {
+    let repo = git_repo();
+    let out = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "success",
+            "claude",
+            json!([{"write": {"path": "a.txt", "content": "a"}}, {"say": "done"}]),
+        ),
+        (
+            "failed",
+            "codex",
+            json!([{"fail": {"message": "mock 500", "status": 500}}]),
+        ),
+        (
+            "auth_error",
+            "claude",
+            json!([{"fail": {"message": "Failed to authenticate. API Error: 401 mock 401", "status": 401}}]),
+        ),
+        (
+            "rate_limited",
+            "gemini",
+            json!([{"fail": {"message": "429 Too Many Requests; retry after 7", "status": 429}}]),
+        ),
+        ("timed_out", "codex", json!([{"sleep_ms": 60_000}])),
+        ("stalled", "claude", json!([{"silent_ms": 60_000}])),
+    ];
+    for (i, (expected, format, steps)) in cases.iter().enumerate() {
+        let config = scripted_config(
+            out.path(),
+            "s",
+            format,
+            &json!({"scenarios": [{"steps": steps}]}),
+            "",
+        );
+        let l = if *expected == "stalled" {
+            limits(20_000, 700)
+        } else {
+            limits(1_500, 10_000)
+        };
+        let o = one(
+            &config,
+            "s",
+            repo.path(),
+            &out.path().join(i.to_string()),
+            "p",
+            l,
+        )
+        .await;
+        assert_eq!(o.outcome.name(), *expected, "{o:#?}");
+        if *expected == "rate_limited" {
+            assert_eq!(
+                o.outcome,
+                wavecrew_core::OutcomeClass::RateLimited {
+                    retry_after_secs: Some(7)
+                }
+            );
+        }
+        if *expected == "success" {
+            assert_eq!(o.files_changed, vec!["a.txt"]);
+            assert!(o.session_id.is_some());
+        }
+    }
+    // unavailable: the program is not there.
+    let config = Config::parse(
+        "[backends.gone]\nkind = \"command\"\nargv = [\"/nonexistent/agent\", \"{task_id}\"]\n",
+        Path::new("wavecrew.toml"),
+    )
+    .unwrap();
+    let o = one(
+        &config,
+        "gone",
+        repo.path(),
+        &out.path().join("u"),
+        "p",
+        limits(5_000, 5_000),
+    )
+    .await;
+    assert_eq!(o.outcome.name(), "unavailable");
+    // permission_denied: exit 0 with denials is not success.
+    let config = Config::parse(
+        r#"[backends.denied]
+kind = "command"
+stream = "claude"
+argv = ["python3", "-c", "import json; print(json.dumps({'type':'result','subtype':'success','is_error':False,'result':'ok','session_id':'s1','permission_denials':[{'tool_name':'Bash'}]}))"]
+"#,
+        Path::new("wavecrew.toml"),
+    )
+    .unwrap();
+    let o = one(
+        &config,
+        "denied",
+        repo.path(),
+        &out.path().join("d"),
+        "p",
+        limits(10_000, 10_000),
+    )
+    .await;
+    assert_eq!(o.outcome.name(), "permission_denied", "{o:#?}");
+    assert_eq!(o.exit_code, Some(0));
+}
+
+#[tokio::test]
+async fn secrets_never_reach_a_written_file() {
+    let repo = git_repo();
+    let out = tempfile::tempdir().unwrap();
+    let secret = "sk-live-5f3c9a7e1d";
+    let config = scripted_config(
+        out.path(),
+        "s",
+        "claude",
+        &json!({"scenarios": [{"steps": [
+            {"write": {"path": "leak.txt", "content": secret}},
+            {"run": ["cat", "leak.txt"]},
+            {"say": format!("the key is {secret}")},
+            {"fail": {"message": format!("bad key {secret}"), "status": 500}}
+        ]}]}),
+        &format!("env = {{ MOCK_API_KEY = \"{secret}\" }}\n"),
+    );
+    let o = one(
+        &config,
+        "s",
+        repo.path(),
+        &out.path().join("a"),
+        &format!("use {secret}"),
+        limits(10_000, 10_000),
+    )
+    .await;
+    let written = all_files_text(&out.path().join("a"));
+    assert!(!written.is_empty());
+    assert!(!written.contains(secret), "a secret leaked: {written}");
+    assert!(written.contains("[REDACTED:MOCK_API_KEY]"));
+    assert!(!format!("{o:?}").contains(secret));
+}
+
+#[tokio::test]
+async fn prompts_and_ids_with_shell_syntax_arrive_unchanged() {
+    let repo = git_repo();
+    let out = tempfile::tempdir().unwrap();
+    let hostile =
+        "\"; touch pwned1; \" $(touch pwned2) `touch pwned3` ' ; rm -rf nothing\n-rf --help";
+    // argv channel: each placeholder stays one element.
+    let config = Config::parse(
+        r#"[backends.argv]
+kind = "command"
+prompt = "arg"
+argv = ["python3", "-c", "import json,sys; json.dump(sys.argv[1:], open('argv.json','w'))", "{task_id}", "{prompt}", "--x={prompt}"]
+[backends.stdin]
+kind = "command"
+argv = ["python3", "-c", "import sys; open('stdin.txt','w').write(sys.stdin.read())"]
+[backends.file]
+kind = "command"
+prompt = "file"
+argv = ["python3", "-c", "import sys,shutil; shutil.copy(sys.argv[1], 'file.txt')", "{prompt_file}"]
+"#,
+        Path::new("wavecrew.toml"),
+    )
+    .unwrap();
+    for name in ["argv", "stdin", "file"] {
+        let o = one(
+            &config,
+            name,
+            repo.path(),
+            &out.path().join(name),
+            hostile,
+            limits(10_000, 10_000),
+        )
+        .await;
+        assert_eq!(o.outcome.name(), "success", "{name}: {o:#?}");
+    }
+    let argv: Vec<String> =
+        serde_json::from_slice(&std::fs::read(repo.path().join("argv.json")).unwrap()).unwrap();
+    assert_eq!(
+        argv,
+        vec![
+            "IMPL-001".to_owned(),
+            hostile.to_owned(),
+            format!("--x={hostile}")
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("stdin.txt")).unwrap(),
+        hostile
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("file.txt")).unwrap(),
+        hostile
+    );
+    for n in 1..=3 {
+        assert!(!repo.path().join(format!("pwned{n}")).exists());
+    }
+}
+
+fn events_sink() -> (Mutex<Vec<AttemptEvent>>,) {
+    (Mutex::new(Vec::new()),)
+}
+
+#[tokio::test]
+async fn a_failed_attempt_is_retried_with_its_error_in_the_prompt() {
+    let repo = git_repo();
+    let session = tempfile::tempdir().unwrap();
+    let config = scripted_config(
+        session.path(),
+        "s",
+        "codex",
+        &json!({"scenarios": [
+            {"match": {"prompt_contains": "cannot import name"}, "steps": [
+                {"write": {"path": "fixed.txt", "content": "ok"}}, {"say": "fixed"}]},
+            {"steps": [{"fail": {"message": "ImportError: cannot import name 'x'", "status": null}}]}
+        ]}),
+        "[routing]\nbackoff_ms = 1\nmax_backoff_ms = 5\n",
+    );
+    let (events,) = events_sink();
+    let task = TaskId::new("IMPL-001").unwrap();
+    let prompt = |n: u32, err: Option<&str>| match err {
+        Some(e) => format!("attempt {n}; the previous attempt failed: {e}"),
+        None => format!("attempt {n}"),
+    };
+    let on_event = |e: &AttemptEvent| events.lock().unwrap().push(e.clone());
+    let run = run_task(&TaskAttempts {
+        config: &config,
+        backend: "s",
+        task_id: &task,
+        cwd: repo.path(),
+        mode: Mode::Write,
+        session_dir: session.path(),
+        prompt: &prompt,
+        on_event: &on_event,
+    })
+    .await;
+    assert!(run.success, "{run:#?}");
+    assert_eq!(run.attempts.len(), 2);
+    assert_eq!(run.attempts[0].outcome.outcome.name(), "failed");
+    assert_eq!(run.files_changed(), vec!["fixed.txt"]);
+    let second =
+        std::fs::read_to_string(session.path().join("attempts/IMPL-001/2/prompt.md")).unwrap();
+    assert!(second.contains("cannot import name"), "{second}");
+    let kinds: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            serde_json::to_value(e).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        ["started", "finished", "retrying", "started", "finished"]
+    );
+}
+
+#[tokio::test]
+async fn retries_stop_after_three_and_say_why() {
+    let repo = git_repo();
+    let session = tempfile::tempdir().unwrap();
+    let config = scripted_config(
+        session.path(),
+        "s",
+        "claude",
+        &json!({"scenarios": [{"steps": [{"fail": {"message": "mock 500", "status": 500}}]}]}),
+        "[routing]\nbackoff_ms = 1\nmax_backoff_ms = 5\nfallback = []\n",
+    );
+    let task = TaskId::new("IMPL-002").unwrap();
+    let prompt = |_: u32, _: Option<&str>| "p".to_owned();
+    let run = run_task(&TaskAttempts {
+        config: &config,
+        backend: "s",
+        task_id: &task,
+        cwd: repo.path(),
+        mode: Mode::Write,
+        session_dir: session.path(),
+        prompt: &prompt,
+        on_event: &|_| {},
+    })
+    .await;
+    assert!(!run.success);
+    assert_eq!(run.attempts.len(), 4, "one attempt and three retries");
+    assert!(run.failure.unwrap().contains("after 3 retries"));
+}
+
+#[tokio::test]
+async fn an_unavailable_backend_falls_back_and_the_switch_is_reported() {
+    let repo = git_repo();
+    let session = tempfile::tempdir().unwrap();
+    let config = scripted_config(
+        session.path(),
+        "backup",
+        "gemini",
+        &json!({"scenarios": [{"steps": [{"say": "done by the backup"}]}]}),
+        "[backends.primary]\nkind = \"command\"\nargv = [\"/no/such/agent\"]\nfallback = [\"backup\"]\n",
+    );
+    let task = TaskId::new("IMPL-003").unwrap();
+    let prompt = |_: u32, _: Option<&str>| "p".to_owned();
+    let run = run_task(&TaskAttempts {
+        config: &config,
+        backend: "primary",
+        task_id: &task,
+        cwd: repo.path(),
+        mode: Mode::Write,
+        session_dir: session.path(),
+        prompt: &prompt,
+        on_event: &|_| {},
+    })
+    .await;
+    assert!(run.success, "{run:#?}");
+    assert_eq!(run.switches.len(), 1);
+    assert_eq!(run.switches[0].from, "primary");
+    assert_eq!(run.switches[0].to, "backup");
+    assert!(
+        run.switches[0].reason.contains("/no/such/agent"),
+        "{:?}",
+        run.switches
+    );
+    assert_eq!(run.last().unwrap().backend, "backup");
+}
+
+#[tokio::test]
+async fn an_interrupted_attempt_is_resumed_in_its_native_session() {
+    let repo = git_repo();
+    let session = tempfile::tempdir().unwrap();
+    let config = scripted_config(
+        session.path(),
+        "s",
+        "claude",
+        &json!({"scenarios": [{"steps": [{"say": "continued"}]}]}),
+        "",
+    );
+    let task = TaskId::new("IMPL-004").unwrap();
+    // Attempt 1 was killed after the stream named its session.
+    let first = session.path().join("attempts/IMPL-004/1");
+    std::fs::create_dir_all(&first).unwrap();
+    std::fs::write(
+        first.join("session.json"),
+        r#"{"backend":"s","session_id":"sess-1234"}"#,
+    )
+    .unwrap();
+    let prompt = |_: u32, _: Option<&str>| "p".to_owned();
+    let run = run_task(&TaskAttempts {
+        config: &config,
+        backend: "s",
+        task_id: &task,
+        cwd: repo.path(),
+        mode: Mode::Write,
+        session_dir: session.path(),
+        prompt: &prompt,
+        on_event: &|_| {},
+    })
+    .await;
+    assert!(run.success);
+    assert_eq!(run.attempts[0].attempt, 2);
+    assert_eq!(run.last().unwrap().session_id.as_deref(), Some("sess-1234"));
+    let argv =
+        std::fs::read_to_string(session.path().join("attempts/IMPL-004/2/argv.json")).unwrap();
+    assert!(
+        argv.contains("--resume") && argv.contains("sess-1234"),
+        "{argv}"
+    );
+}

@@ -1,0 +1,187 @@
+//! The decision tables people read, as snapshots: each CLI's argv per mode
+//! and resume, seed 000's backend resolution, seed 003's
+//! `execution_method` table, and the retry policy per outcome class.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use wavecrew_backends::adapter::build;
+use wavecrew_backends::config::Config;
+use wavecrew_backends::routing::{next_step, resolve_execution_method, resolve_executor};
+use wavecrew_backends::supervise::StdinInput;
+use wavecrew_core::{AttemptOutcome, AttemptRequest, Limits, Mode, OutcomeClass};
+
+fn request(mode: Mode, resume: Option<&str>) -> AttemptRequest {
+    AttemptRequest {
+        task_id: "IMPL-001".into(),
+        prompt: "PROMPT".into(),
+        cwd: PathBuf::from("/work/repo"),
+        mode,
+        attempt_dir: PathBuf::from("/session/attempts/IMPL-001/1"),
+        limits: Limits::default(),
+        resume_session: resume.map(str::to_owned),
+        env: std::collections::BTreeMap::new(),
+    }
+}
+
+#[test]
+fn argv_per_cli_mode_and_resume() {
+    let config = Config::parse(
+        r#"
+[backends.codex]
+model = "gpt-5.5"
+add_dirs = ["../shared"]
+[backends.claude]
+model = "claude-sonnet-4-5"
+[backends.gemini]
+model = "gemini-2.5-pro"
+add_dirs = ["../shared", "../docs"]
+[backends.mine]
+kind = "command"
+argv = ["python3", "my_agent.py", "--task", "{task_id}", "--mode={mode}"]
+"#,
+        Path::new("wavecrew.toml"),
+    )
+    .unwrap();
+    let mut table = String::new();
+    for name in ["codex", "claude", "gemini", "qwen", "opencode", "mine"] {
+        let backend = config.backend(name).unwrap();
+        for (mode, resume) in [
+            (Mode::Write, None),
+            (Mode::Analysis, None),
+            (Mode::Review, None),
+            (Mode::Write, Some("SESSION-1")),
+        ] {
+            let inv = build(&backend, &request(mode, resume));
+            let stdin = match &inv.spawn.stdin {
+                StdinInput::Null => "/dev/null".to_owned(),
+                StdinInput::Bytes(b) => format!("prompt ({} bytes)", b.len()),
+            };
+            let env: Vec<String> = inv
+                .spawn
+                .env
+                .iter()
+                .filter(|(k, _)| k.as_str() != "IS_SANDBOX")
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let _ = writeln!(
+                table,
+                "{name} {mode:?}{}:\n  argv: {} {}\n  stdin: {stdin}{}",
+                resume.map(|r| format!(" resume {r}")).unwrap_or_default(),
+                inv.spawn.program.display(),
+                inv.spawn.args.join(" "),
+                if env.is_empty() {
+                    String::new()
+                } else {
+                    format!("\n  env: {}", env.join(" "))
+                },
+            );
+        }
+    }
+    insta::assert_snapshot!(table);
+}
+
+/// run override, task executor, plan backend, description.
+type Case<'a> = (Option<&'a str>, Option<&'a str>, Option<&'a str>, &'a str);
+
+#[test]
+fn seed_000_backend_resolution() {
+    let config =
+        Config::parse("[aliases]\ngemini = \"qwen\"\n", Path::new("wavecrew.toml")).unwrap();
+    let long = "x".repeat(250);
+    let cases: Vec<Case<'_>> = vec![
+        (None, None, None, "Add a health endpoint"),
+        (None, None, None, "Refactor the parser into modules"),
+        (None, None, None, "Document the architecture"),
+        (None, None, None, &long),
+        (None, None, Some("codex"), "Add a health endpoint"),
+        (None, Some("Gemini"), Some("codex"), "Add a health endpoint"),
+        (
+            Some("mine"),
+            Some("agent"),
+            Some("codex"),
+            "Add a health endpoint",
+        ),
+    ];
+    let mut table = String::from("run | task | plan | description → backend (level): reason\n");
+    for (run, task, plan, desc) in cases {
+        let d = resolve_executor(&config, run, task, plan, desc);
+        let shown: String = desc.chars().take(40).collect();
+        let _ = writeln!(
+            table,
+            "{} | {} | {} | {shown} → {} ({:?}): {}",
+            run.unwrap_or("-"),
+            task.unwrap_or("-"),
+            plan.unwrap_or("-"),
+            d.backend,
+            d.level,
+            d.reason
+        );
+    }
+    insta::assert_snapshot!(table);
+}
+
+#[test]
+fn seed_003_execution_method_table() {
+    let config = Config::default();
+    let mut table = String::from("execution_method | tasks → backend (level): reason\n");
+    for (method, n) in [
+        (Some("Agent"), 9),
+        (Some("Codex"), 1),
+        (Some("Gemini"), 2),
+        (Some("Auto"), 3),
+        (Some("Auto"), 4),
+        (None, 1),
+        (None, 7),
+    ] {
+        let d = resolve_execution_method(&config, None, method, n);
+        let _ = writeln!(
+            table,
+            "{} | {n} → {} ({:?}): {}",
+            method.unwrap_or("-"),
+            d.backend,
+            d.level,
+            d.reason
+        );
+    }
+    insta::assert_snapshot!(table);
+}
+
+#[test]
+fn retry_policy_per_outcome_class() {
+    let policy = wavecrew_backends::config::RoutingConfig::default();
+    let classes = [
+        OutcomeClass::Success,
+        OutcomeClass::Failed,
+        OutcomeClass::AuthError,
+        OutcomeClass::RateLimited {
+            retry_after_secs: Some(30),
+        },
+        OutcomeClass::RateLimited {
+            retry_after_secs: None,
+        },
+        OutcomeClass::TimedOut,
+        OutcomeClass::Stalled,
+        OutcomeClass::Unavailable,
+        OutcomeClass::PermissionDenied,
+    ];
+    let mut table = String::from("outcome | retries so far → next step\n");
+    for class in classes {
+        for retries in [0, 3] {
+            let outcome = AttemptOutcome {
+                backend: "codex".into(),
+                outcome: class.clone(),
+                exit_code: Some(1),
+                session_id: None,
+                final_message: None,
+                error: Some("boom".into()),
+                usage: None,
+                files_changed: vec![],
+                duration_ms: 1,
+            };
+            let step = next_step(&outcome, retries, &policy, 0.5);
+            let _ = writeln!(table, "{} | {retries} → {step:?}", class.name());
+        }
+    }
+    insta::assert_snapshot!(table);
+}
