@@ -1,5 +1,6 @@
 //! End-to-end tests of the wavecrew binaries: one test binary, one module per area.
 
+mod backend;
 mod check;
 mod msg;
 mod plan;

@@ -249,10 +249,7 @@ impl Backend for CliBackend {
         });
         let error = match (&outcome, &supervised.ended) {
             (OutcomeClass::Success, _) => None,
-            (_, Ended::SpawnFailed(why)) => Some(format!(
-                "cannot start `{}`: {why}",
-                invocation.spawn.program.display()
-            )),
+            (_, Ended::SpawnFailed(why)) => Some(why.clone()),
             (_, Ended::TimedOut) => Some(format!(
                 "timed out after {} s; the process group was killed",
                 request.limits.wall.as_secs()

@@ -22,6 +22,12 @@ pub const FILTERS: &[(&str, &str)] = &[
     (r"\b\d+(?:\.\d+)?(?:ns|µs|us|ms|s|m)\b", "[DURATION]"),
     // Process ids.
     (r#"\bpid"?:?\s*"?\d+"?"#, "pid [PID]"),
+    // Millisecond fields of JSON outputs.
+    (r#""(duration_ms|elapsed_ms|delay_ms)": \d+"#, "\"$1\": [MS]"),
+    // Durations in words.
+    (r"\bin \d+ ms\b", "in [DURATION]"),
+    // The scripted agent's session ids (it names them after its pid).
+    (r"\bscripted-\d+\b", "scripted-[PID]"),
 ];
 
 static COMPILED: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
