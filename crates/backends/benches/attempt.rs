@@ -1,0 +1,74 @@
+//! Per-attempt overhead of the adapter with a no-op agent (`true`), against
+//! the machine's floor of one spawn (ccw-compat §6.1 measured about
+//! 0.75 ms per spawn here).
+//!
+//! * `spawn_floor`: `std::process::Command::new("true").status()`;
+//! * `supervise`: the same process under supervision (own group, limits,
+//!   output capture, group cleanup);
+//! * `attempt_plain_dir`: a whole [`CliBackend`] attempt outside git
+//!   (prompt, argv and outcome files, redaction);
+//! * `attempt_git_repo`: the same in a git work tree (two `git status`).
+
+use std::path::Path;
+use std::process::Command;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use wavecrew_backends::CliBackend;
+use wavecrew_backends::config::Config;
+use wavecrew_backends::supervise::{Spawn, supervise};
+use wavecrew_core::{AttemptRequest, Backend, Limits, Mode};
+
+fn request(cwd: &Path, out: &Path) -> AttemptRequest {
+    AttemptRequest {
+        task_id: "IMPL-001".into(),
+        prompt: "noop".into(),
+        cwd: cwd.to_owned(),
+        mode: Mode::Write,
+        attempt_dir: out.to_owned(),
+        limits: Limits::default(),
+        resume_session: None,
+        env: std::collections::BTreeMap::new(),
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut g = c.benchmark_group("attempt");
+    g.sample_size(50);
+    g.bench_function("spawn_floor", |b| {
+        b.iter(|| Command::new("true").status().unwrap());
+    });
+    let plain = tempfile::tempdir().unwrap();
+    g.bench_function("supervise", |b| {
+        let spawn = Spawn::new("true", &[], plain.path());
+        b.iter(|| rt.block_on(supervise(&spawn, &Limits::default(), None, None, |_| {})));
+    });
+    let config = Config::parse(
+        "[backends.noop]\nkind = \"command\"\nargv = [\"true\"]\n",
+        Path::new("wavecrew.toml"),
+    )
+    .unwrap();
+    let backend = CliBackend::new(config.backend("noop").unwrap());
+    let out = tempfile::tempdir().unwrap();
+    g.bench_function("attempt_plain_dir", |b| {
+        let req = request(plain.path(), &out.path().join("a"));
+        b.iter(|| rt.block_on(backend.run(&req)));
+    });
+    let repo = tempfile::tempdir().unwrap();
+    Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(repo.path())
+        .status()
+        .unwrap();
+    g.bench_function("attempt_git_repo", |b| {
+        let req = request(repo.path(), &out.path().join("b"));
+        b.iter(|| rt.block_on(backend.run(&req)));
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
