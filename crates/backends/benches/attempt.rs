@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::Criterion;
 use wavecrew_backends::CliBackend;
 use wavecrew_backends::config::Config;
 use wavecrew_backends::supervise::{Spawn, supervise};
@@ -70,5 +70,8 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
-criterion_main!(benches);
+fn main() {
+    let mut c = Criterion::default().configure_from_args();
+    bench(&mut c);
+    c.final_summary();
+}
