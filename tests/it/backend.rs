@@ -45,7 +45,15 @@ argv = ["/nonexistent/agent", "{{task_id}}"]
     )
     .unwrap();
     git(&["add", "."]);
-    git(&["-c", "user.email=t@e", "-c", "user.name=t", "commit", "-qm", "init"]);
+    git(&[
+        "-c",
+        "user.email=t@e",
+        "-c",
+        "user.name=t",
+        "commit",
+        "-qm",
+        "init",
+    ]);
     tmp
 }
 
@@ -62,25 +70,49 @@ fn run_one_attempt_as_json() {
     let o = run_bin(
         "wavecrew",
         &[
-            "backend", "run", "demo", "--cwd", ".", "--prompt-file", "prompt.md", "--out",
-            out.to_str().unwrap(), "--json",
+            "backend",
+            "run",
+            "demo",
+            "--cwd",
+            ".",
+            "--prompt-file",
+            "prompt.md",
+            "--out",
+            out.to_str().unwrap(),
+            "--json",
         ],
         p.path(),
     );
     assert_eq!(o.code, 0, "{}", o.render());
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     for key in [
-        "backend", "outcome", "exit_code", "session_id", "files_changed", "duration_ms",
-        "final_message", "usage",
+        "backend",
+        "outcome",
+        "exit_code",
+        "session_id",
+        "files_changed",
+        "duration_ms",
+        "final_message",
+        "usage",
     ] {
         assert!(v.get(key).is_some(), "missing {key}: {v}");
     }
     assert_eq!(v["files_changed"], serde_json::json!(["src/hello.txt"]));
-    assert_eq!(std::fs::read_to_string(p.path().join("src/hello.txt")).unwrap(), "hi\n");
+    assert_eq!(
+        std::fs::read_to_string(p.path().join("src/hello.txt")).unwrap(),
+        "hi\n"
+    );
     insta_settings().bind(|| {
         insta::assert_snapshot!(in_root(&o.render_in(p.path()), p.path()));
     });
-    for f in ["prompt.md", "argv.json", "stdout.log", "stderr.log", "outcome.json", "session.json"] {
+    for f in [
+        "prompt.md",
+        "argv.json",
+        "stdout.log",
+        "stderr.log",
+        "outcome.json",
+        "session.json",
+    ] {
         assert!(out.join(f).is_file(), "{f}");
     }
 }
@@ -90,7 +122,17 @@ fn run_human_output_and_an_unavailable_backend() {
     let p = project();
     let o = run_bin(
         "wavecrew",
-        &["backend", "run", "missing", "--cwd", ".", "--prompt-file", "prompt.md", "--out", "out"],
+        &[
+            "backend",
+            "run",
+            "missing",
+            "--cwd",
+            ".",
+            "--prompt-file",
+            "prompt.md",
+            "--out",
+            "out",
+        ],
         p.path(),
     );
     assert_eq!(o.code, 1);
@@ -102,8 +144,17 @@ fn run_human_output_and_an_unavailable_backend() {
 #[test]
 fn probe_lists_every_backend() {
     let p = project();
-    let o = run_bin("wavecrew", &["backend", "probe", "--cwd", ".", "--json"], p.path());
-    assert_eq!(o.code, 1, "some built-in CLIs are not on PATH: {}", o.render());
+    let o = run_bin(
+        "wavecrew",
+        &["backend", "probe", "--cwd", ".", "--json"],
+        p.path(),
+    );
+    assert_eq!(
+        o.code,
+        1,
+        "some built-in CLIs are not on PATH: {}",
+        o.render()
+    );
     let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
     let demo = v["backends"]
         .as_array()
@@ -112,7 +163,12 @@ fn probe_lists_every_backend() {
         .find(|b| b["backend"] == "demo")
         .unwrap();
     assert_eq!(demo["available"], true);
-    assert!(demo["version"].as_str().unwrap().starts_with("wavecrew-scripted-agent"));
+    assert!(
+        demo["version"]
+            .as_str()
+            .unwrap()
+            .starts_with("wavecrew-scripted-agent")
+    );
     let missing = v["backends"]
         .as_array()
         .unwrap()
@@ -126,7 +182,11 @@ fn probe_lists_every_backend() {
 #[test]
 fn a_bad_config_names_the_key() {
     let p = project();
-    std::fs::write(p.path().join("bad.toml"), "[backends.mine]\nkind = \"command\"\nargv = []\n").unwrap();
+    std::fs::write(
+        p.path().join("bad.toml"),
+        "[backends.mine]\nkind = \"command\"\nargv = []\n",
+    )
+    .unwrap();
     let o = run_bin(
         "wavecrew",
         &["--config", "bad.toml", "backend", "probe", "--cwd", "."],

@@ -23,7 +23,10 @@ pub const FILTERS: &[(&str, &str)] = &[
     // Process ids.
     (r#"\bpid"?:?\s*"?\d+"?"#, "pid [PID]"),
     // Millisecond fields of JSON outputs.
-    (r#""(duration_ms|elapsed_ms|delay_ms)": \d+"#, "\"$1\": [MS]"),
+    (
+        r#""(duration_ms|elapsed_ms|delay_ms)": \d+"#,
+        "\"$1\": [MS]",
+    ),
     // Durations in words.
     (r"\bin \d+ ms\b", "in [DURATION]"),
     // The scripted agent's session ids (it names them after its pid).
