@@ -53,6 +53,32 @@ if ! cmp -s "$NODE_TOOLS/package-lock.json" "$CACHE/node/package-lock.json" \
 fi
 # --- wavecrew-validation (end) ---
 
+# --- agent CLIs (begin) ---
+# crates/backends' tests run the real codex, gemini and claude CLIs against a
+# mock model server on 127.0.0.1 (no key, no network). Pinned versions are
+# installed from npm into $CACHE/agent-clis; the tests find them through
+# WAVECREW_CACHE and fail (never skip) when they are missing.
+AGENT_CLI_PINS="@openai/codex@0.169.0 @google/gemini-cli@0.61.0 @anthropic-ai/claude-code@2.1.197"
+AGENT_CLIS="$CACHE/agent-clis"
+if [ "$(cat "$AGENT_CLIS/.wavecrew-pins" 2>/dev/null)" != "$AGENT_CLI_PINS" ] \
+   || [ ! -x "$AGENT_CLIS/node_modules/.bin/codex" ] \
+   || [ ! -x "$AGENT_CLIS/node_modules/.bin/gemini" ] \
+   || [ ! -x "$AGENT_CLIS/node_modules/.bin/claude" ]; then
+  step "installing the agent CLIs ($AGENT_CLI_PINS) into $AGENT_CLIS"
+  rm -rf "$AGENT_CLIS"
+  mkdir -p "$AGENT_CLIS"
+  # shellcheck disable=SC2086
+  npm install --prefix "$AGENT_CLIS" --no-audit --no-fund --loglevel=error $AGENT_CLI_PINS
+  echo "$AGENT_CLI_PINS" > "$AGENT_CLIS/.wavecrew-pins"
+fi
+# claude needs its postinstall step (it puts the native binary in place);
+# run it again if an install skipped scripts.
+if ! "$AGENT_CLIS/node_modules/.bin/claude" --version >/dev/null 2>&1; then
+  step "placing claude's native binary"
+  (cd "$AGENT_CLIS/node_modules/@anthropic-ai/claude-code" && node install.cjs)
+fi
+# --- agent CLIs (end) ---
+
 step "cargo fmt --check"
 cargo fmt --all --check
 

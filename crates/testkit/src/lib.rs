@@ -12,7 +12,9 @@
 //! assert_eq!(text, "at [TIMESTAMP] in [TEMP]/x took [DURATION] pid [PID]");
 //! ```
 
+pub mod agent_cli_bins;
 mod cli;
+pub mod model_server;
 mod redact;
 mod session;
 
