@@ -31,6 +31,9 @@ pub enum CoreError {
         /// What serde said, with line and column.
         message: String,
     },
+    /// The message bus refused a record.
+    #[error("message bus: {0}")]
+    Bus(String),
     /// A field parsed but its value is not allowed.
     #[error("`{path}`: field `{field}`: {message}")]
     Invalid {

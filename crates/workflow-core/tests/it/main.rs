@@ -2,3 +2,4 @@
 
 mod props;
 mod store_processes;
+mod worker;

@@ -1,0 +1,260 @@
+//! The `Role` trait and the worker loop every role binary shares (DESIGN §7).
+//!
+//! A role says which tasks it takes (its prefix), and implements phases 2–4
+//! of the seeds: [`Role::prepare`] (context), [`Role::execute`] (the work)
+//! and [`Role::validate`] (self-validation and the report). The loop in
+//! [`run_worker`] does the rest: discovery (prefix, owner, pending,
+//! unblocked — or exactly the task given with `--task`), the claim with a
+//! lease, a heartbeat while the phases run, the report (a bus record tagged
+//! `[<role>]` and the task's new state), and the next task (the inner loop
+//! over same-prefix tasks). A worker killed at any instant leaves its task
+//! `in_progress` under a lease that stops being refreshed; reconcile
+//! (`TaskStore::reconcile`) resets it to pending once the lease expires or
+//! the worker's pid is gone.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::bus::{MessageBus, NewMessage};
+use crate::error::Result;
+use crate::id::TaskId;
+use crate::store::{Claim, TaskStore, WorkerInfo, task_order};
+use crate::task::{Task, TaskStatus};
+
+/// What a role reports when a task ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// The task's new state (`completed` or `failed`).
+    pub status: TaskStatus,
+    /// The bus record's type (`task_complete`, `task_failed`, …).
+    pub kind: String,
+    /// The bus record's summary (without the role tag; the loop adds it).
+    pub summary: String,
+    /// The bus record's payload.
+    pub data: Map<String, Value>,
+    /// The task's `result`.
+    pub result: Value,
+}
+
+impl Report {
+    /// A failure report of `kind` with an error message.
+    pub fn failure(kind: &str, task: &Task, error: &str) -> Report {
+        let mut data = Map::new();
+        data.insert("task_id".into(), Value::from(task.id.as_str()));
+        data.insert("error".into(), Value::from(error));
+        Report {
+            status: TaskStatus::Failed,
+            kind: kind.to_owned(),
+            summary: format!("{} failed: {error}", task.id.as_str()),
+            data: data.clone(),
+            result: Value::Object(data),
+        }
+    }
+}
+
+/// An error inside a role's phase: it becomes a failure report.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PhaseError(pub String);
+
+/// One role of a team pipeline.
+#[async_trait::async_trait]
+pub trait Role: Send + Sync {
+    /// What phase 2 hands to phase 3 and 4.
+    type Work: Send + Sync;
+
+    /// The role's name (`executor`): the bus sender and the tag.
+    fn name(&self) -> &str;
+    /// The task prefix it takes (`IMPL`).
+    fn prefix(&self) -> &str;
+    /// The tag of its bus summaries (`[executor]`).
+    fn tag(&self) -> String {
+        format!("[{}]", self.name())
+    }
+    /// Whether a task is this role's: its prefix, and an owner that is
+    /// either unset or this role.
+    fn takes(&self, task: &Task) -> bool {
+        task.id.prefix() == Some(self.prefix())
+            && task
+                .owner
+                .as_deref()
+                .is_none_or(|o| o.is_empty() || o == self.name())
+    }
+    /// Phase 2: load what the task needs.
+    async fn prepare(&self, task: &Task) -> std::result::Result<Self::Work, PhaseError>;
+    /// Phase 3: do the work.
+    async fn execute(
+        &self,
+        task: &Task,
+        work: &mut Self::Work,
+    ) -> std::result::Result<(), PhaseError>;
+    /// Phase 4: check the work and say how the task ended.
+    async fn validate(&self, task: &Task, work: &Self::Work) -> Report;
+    /// The report of a task whose phase 2 or 3 failed.
+    fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
+        Report::failure("task_failed", task, &error.0)
+    }
+}
+
+/// How a worker runs.
+#[derive(Debug, Clone)]
+pub struct WorkerOptions {
+    /// Take exactly this task (the orchestrator's assignment), then stop.
+    pub task: Option<TaskId>,
+    /// Keep taking same-prefix tasks after the first (the inner loop).
+    pub inner_loop: bool,
+    /// How often the lease is refreshed while the phases run.
+    pub heartbeat: Duration,
+    /// The worker's identity on leases (default: the role's name and this
+    /// process).
+    pub worker: Option<WorkerInfo>,
+}
+
+impl Default for WorkerOptions {
+    fn default() -> Self {
+        WorkerOptions {
+            task: None,
+            inner_loop: true,
+            heartbeat: Duration::from_secs(30),
+            worker: None,
+        }
+    }
+}
+
+/// What a worker did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WorkerSummary {
+    /// Tasks completed.
+    pub completed: Vec<TaskId>,
+    /// Tasks failed.
+    pub failed: Vec<TaskId>,
+    /// When `--task` named a task that could not be taken: why.
+    pub not_taken: Option<String>,
+}
+
+/// The next task the role can take: pending, its prefix and owner, every
+/// blocker completed; lowest id first.
+pub fn discover<R: Role + ?Sized>(role: &R, store: &dyn TaskStore) -> Result<Option<TaskId>> {
+    let tasks = store.list()?;
+    let completed: std::collections::HashSet<&TaskId> = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Completed)
+        .map(|t| &t.id)
+        .collect();
+    let mut ready: Vec<&Task> = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Pending && role.takes(t))
+        .filter(|t| t.blocked_by.iter().all(|b| completed.contains(b)))
+        .collect();
+    ready.sort_by(|a, b| task_order(&a.id, &b.id));
+    Ok(ready.first().map(|t| t.id.clone()))
+}
+
+/// Run the worker loop of `role` until no task is left (or the one task
+/// given is done).
+pub async fn run_worker<R, B>(
+    role: &R,
+    store: &(dyn TaskStore + 'static),
+    bus: &B,
+    options: &WorkerOptions,
+) -> Result<WorkerSummary>
+where
+    R: Role,
+    B: MessageBus,
+{
+    let worker = options
+        .worker
+        .clone()
+        .unwrap_or_else(|| WorkerInfo::current(role.name()));
+    let mut summary = WorkerSummary::default();
+    loop {
+        let id = match &options.task {
+            Some(id) if summary.completed.is_empty() && summary.failed.is_empty() => id.clone(),
+            Some(_) => return Ok(summary),
+            None => match discover(role, store)? {
+                Some(id) => id,
+                None => return Ok(summary),
+            },
+        };
+        let task = match store.claim(&id, &worker)? {
+            Claim::Claimed(task) => *task,
+            Claim::NotPending(status) => {
+                if options.task.is_some() {
+                    summary.not_taken = Some(format!("{} is {status}, not pending", id.as_str()));
+                    return Ok(summary);
+                }
+                continue;
+            }
+            Claim::Blocked(blockers) => {
+                if options.task.is_some() {
+                    let ids: Vec<&str> = blockers.iter().map(TaskId::as_str).collect();
+                    summary.not_taken =
+                        Some(format!("{} is blocked by {}", id.as_str(), ids.join(", ")));
+                    return Ok(summary);
+                }
+                continue;
+            }
+        };
+        let report = with_heartbeat(store, &task.id, &worker, options.heartbeat, async {
+            let mut work = match role.prepare(&task).await {
+                Ok(w) => w,
+                Err(e) => return role.failure_report(&task, &e),
+            };
+            if let Err(e) = role.execute(&task, &mut work).await {
+                return role.failure_report(&task, &e);
+            }
+            role.validate(&task, &work).await
+        })
+        .await;
+        let message = NewMessage {
+            from: role.name().to_owned(),
+            to: Some("coordinator".into()),
+            kind: Some(report.kind.clone()),
+            summary: Some(format!("{} {}", role.tag(), report.summary)),
+            data: Some(report.data.clone()),
+            reference: None,
+        };
+        // The bus record first, then the task: a crash between the two
+        // leaves the task leased (so it is retried), never a completed task
+        // without its record.
+        bus.log(message)
+            .map_err(|e| crate::error::CoreError::Bus(e.to_string()))?;
+        store.finish(
+            &task.id,
+            &worker,
+            report.status,
+            Some(report.result.clone()),
+        )?;
+        if report.status == TaskStatus::Completed {
+            summary.completed.push(task.id.clone());
+        } else {
+            summary.failed.push(task.id.clone());
+        }
+        if options.task.is_some() || !options.inner_loop {
+            return Ok(summary);
+        }
+    }
+}
+
+/// Run `work`, refreshing the lease every `every` until it ends.
+async fn with_heartbeat<T>(
+    store: &(dyn TaskStore + 'static),
+    id: &TaskId,
+    worker: &WorkerInfo,
+    every: Duration,
+    work: impl std::future::Future<Output = T>,
+) -> T {
+    let beat = async {
+        loop {
+            tokio::time::sleep(every).await;
+            if let Err(e) = store.heartbeat(id, worker) {
+                tracing::warn!("heartbeat of {} failed: {e}", id.as_str());
+            }
+        }
+    };
+    tokio::select! {
+        out = work => out,
+        () = beat => unreachable!("the heartbeat loop never ends"),
+    }
+}

@@ -1,0 +1,184 @@
+//! The worker loop: discovery in dependency order, one task with `--task`,
+//! failure reports, and the report order (bus record, then task state).
+
+use std::sync::Mutex;
+
+use serde_json::{Map, Value, json};
+use wavecrew_core::bus::{BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
+use wavecrew_core::role::{PhaseError, Report, Role, WorkerOptions, discover, run_worker};
+use wavecrew_core::{FileTaskStore, Task, TaskId, TaskStatus, TaskStore};
+
+/// A bus in memory.
+#[derive(Default)]
+struct MemoryBus(Mutex<Vec<BusMessage>>);
+
+impl MessageBus for MemoryBus {
+    type Error = std::io::Error;
+    fn log(&self, m: NewMessage) -> Result<BusMessage, Self::Error> {
+        let mut all = self.0.lock().unwrap();
+        let msg = BusMessage {
+            id: format!("MSG-{:03}", all.len() + 1),
+            ts: String::new(),
+            from: m.from,
+            to: m.to.unwrap_or_else(|| "coordinator".into()),
+            kind: m.kind.unwrap_or_else(|| "message".into()),
+            summary: m.summary.unwrap_or_default(),
+            reference: None,
+            data: m.data,
+            extra: Map::new(),
+        };
+        all.push(msg.clone());
+        Ok(msg)
+    }
+    fn read(&self, _: &str) -> Result<Option<BusMessage>, Self::Error> {
+        Ok(None)
+    }
+    fn list(&self, _: &ListFilter) -> Result<ListResult, Self::Error> {
+        Ok(ListResult {
+            total: 0,
+            messages: vec![],
+        })
+    }
+    fn get_state(&self, _: Option<&str>) -> Result<Option<Value>, Self::Error> {
+        Ok(None)
+    }
+}
+
+/// Completes every task except those whose description says "fail".
+struct Echo {
+    seen: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl Role for Echo {
+    type Work = String;
+    fn name(&self) -> &'static str {
+        "executor"
+    }
+    fn prefix(&self) -> &'static str {
+        "IMPL"
+    }
+    async fn prepare(&self, task: &Task) -> Result<String, PhaseError> {
+        self.seen.lock().unwrap().push(task.id.as_str().to_owned());
+        if task.description.contains("fail") {
+            return Err(PhaseError("the plan is missing".into()));
+        }
+        Ok(task.description.clone())
+    }
+    async fn execute(&self, _: &Task, work: &mut String) -> Result<(), PhaseError> {
+        work.push_str(" (done)");
+        Ok(())
+    }
+    async fn validate(&self, task: &Task, work: &String) -> Report {
+        let mut data = Map::new();
+        data.insert("task_id".into(), json!(task.id.as_str()));
+        data.insert("status".into(), json!("success"));
+        Report {
+            status: TaskStatus::Completed,
+            kind: "task_complete".into(),
+            summary: format!("{} complete", task.id.as_str()),
+            data,
+            result: json!({"work": work}),
+        }
+    }
+}
+
+fn store_with(tasks: &[(&str, &[&str], &str)]) -> (tempfile::TempDir, FileTaskStore) {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = FileTaskStore::new(tmp.path().join("tasks"));
+    for (id, deps, desc) in tasks {
+        let mut t = Task::new(TaskId::new(*id).unwrap(), format!("task {id}"), *desc);
+        t.blocked_by = deps.iter().map(|d| TaskId::new(*d).unwrap()).collect();
+        store.create(t).unwrap();
+    }
+    (tmp, store)
+}
+
+#[tokio::test]
+async fn the_inner_loop_takes_every_ready_task_in_order() {
+    let (_tmp, store) = store_with(&[
+        ("IMPL-003", &["IMPL-001", "IMPL-002"], "join"),
+        ("IMPL-001", &[], "first"),
+        ("IMPL-002", &["IMPL-001"], "second"),
+        ("TEST-001", &[], "not mine"),
+    ]);
+    let role = Echo {
+        seen: Mutex::new(vec![]),
+    };
+    let bus = MemoryBus::default();
+    let summary = run_worker(&role, &store, &bus, &WorkerOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        *role.seen.lock().unwrap(),
+        ["IMPL-001", "IMPL-002", "IMPL-003"]
+    );
+    assert_eq!(summary.completed.len(), 3);
+    let msgs = bus.0.lock().unwrap();
+    assert_eq!(msgs.len(), 3);
+    assert!(
+        msgs.iter()
+            .all(|m| m.summary.starts_with("[executor] ") && m.kind == "task_complete")
+    );
+    let t = store.get(&TaskId::new("IMPL-003").unwrap()).unwrap();
+    assert_eq!(t.status, TaskStatus::Completed);
+    assert_eq!(t.result.unwrap()["work"], "join (done)");
+    assert_eq!(
+        store.get(&TaskId::new("TEST-001").unwrap()).unwrap().status,
+        TaskStatus::Pending
+    );
+}
+
+#[tokio::test]
+async fn one_task_only_and_never_a_blocked_one() {
+    let (_tmp, store) = store_with(&[
+        ("IMPL-001", &[], "first"),
+        ("IMPL-002", &["IMPL-001"], "second"),
+    ]);
+    let role = Echo {
+        seen: Mutex::new(vec![]),
+    };
+    let bus = MemoryBus::default();
+    let blocked = WorkerOptions {
+        task: Some(TaskId::new("IMPL-002").unwrap()),
+        ..WorkerOptions::default()
+    };
+    let s = run_worker(&role, &store, &bus, &blocked).await.unwrap();
+    assert_eq!(
+        s.not_taken.as_deref(),
+        Some("IMPL-002 is blocked by IMPL-001")
+    );
+    let one = WorkerOptions {
+        task: Some(TaskId::new("IMPL-001").unwrap()),
+        ..WorkerOptions::default()
+    };
+    let s = run_worker(&role, &store, &bus, &one).await.unwrap();
+    assert_eq!(s.completed, vec![TaskId::new("IMPL-001").unwrap()]);
+    assert_eq!(
+        discover(&role, &store).unwrap(),
+        Some(TaskId::new("IMPL-002").unwrap())
+    );
+}
+
+#[tokio::test]
+async fn a_failing_phase_is_reported_and_the_task_fails() {
+    let (_tmp, store) = store_with(&[("IMPL-001", &[], "this will fail")]);
+    let role = Echo {
+        seen: Mutex::new(vec![]),
+    };
+    let bus = MemoryBus::default();
+    let s = run_worker(&role, &store, &bus, &WorkerOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(s.failed.len(), 1);
+    let msgs = bus.0.lock().unwrap();
+    assert_eq!(msgs[0].kind, "task_failed");
+    assert_eq!(
+        msgs[0].data.as_ref().unwrap()["error"],
+        "the plan is missing"
+    );
+    assert_eq!(
+        store.get(&TaskId::new("IMPL-001").unwrap()).unwrap().status,
+        TaskStatus::Failed
+    );
+}
