@@ -3,6 +3,7 @@
 //! per subcommand, and every error maps to an [`exit::Exit`] code at the top.
 
 pub mod commands;
+pub mod executor;
 pub mod exit;
 pub mod output;
 pub mod scripted_agent;

@@ -2,6 +2,7 @@
 
 mod backend;
 mod check;
+mod executor;
 mod msg;
 mod plan;
 mod scripted;

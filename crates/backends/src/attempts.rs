@@ -173,6 +173,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
         };
         tried.extend(routed.switches.iter().map(|s| s.from.clone()));
         let backend = CliBackend::new(resolved.clone())
+            .ignoring(spec.session_dir)
             .with_secret_names(config.redact.env.clone())
             .isolating_home(
                 resolved

@@ -1,0 +1,111 @@
+//! `wavecrew-executor --session <folder> [--task ID] [--backend NAME]`:
+//! seed 000's `IMPL-*` worker. Without `--task` it takes every ready
+//! `IMPL-*` task of the session in turn; with it, exactly that task.
+//! Exit 0 when every task it took completed, 1 when one failed or the
+//! named task could not be taken, 2 for bad input.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use wavecrew_backends::config::Config;
+use wavecrew_core::role::{WorkerOptions, run_worker};
+use wavecrew_core::{FileTaskStore, SessionId, TaskId};
+use wavecrew_msgbus::{Bus, Durability, KeyUse};
+use wavecrew_role_executor::Executor;
+
+use crate::exit::{CliError, CmdResult, Exit};
+use crate::output;
+
+/// `wavecrew-executor` arguments.
+#[derive(Debug, Parser)]
+#[command(
+    name = "wavecrew-executor",
+    version,
+    about = "Seed 000: the IMPL-* executor worker"
+)]
+pub struct ExecutorArgs {
+    /// The session folder (`.workflow/.team/<session-id>`).
+    #[arg(long)]
+    pub session: PathBuf,
+    /// Take exactly this task.
+    #[arg(long)]
+    pub task: Option<String>,
+    /// Run every task through this backend (overrides task and plan).
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// Read this configuration file instead of `<project root>/wavecrew.toml`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// The executor's main.
+pub fn executor_main() -> ExitCode {
+    crate::init_tracing();
+    let args = match ExecutorArgs::try_parse() {
+        Ok(a) => a,
+        Err(e) => return crate::clap_exit(&e),
+    };
+    crate::finish(run(&args))
+}
+
+fn run(args: &ExecutorArgs) -> CmdResult {
+    let session_dir = args.session.canonicalize().map_err(|e| {
+        CliError::bad_input(anyhow::anyhow!("--session {}: {e}", args.session.display()))
+    })?;
+    let session_name = session_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default()
+        .to_owned();
+    let session_id = SessionId::new(session_name.clone())?;
+    let root = wavecrew_core::source::project_root(&session_dir).ok_or_else(|| {
+        CliError::bad_input(anyhow::anyhow!(
+            "--session {}: not inside a project (no .workflow folder above it)",
+            args.session.display()
+        ))
+    })?;
+    let config = Config::discover(&root, args.config.as_deref()).map_err(CliError::bad_input)?;
+    let task = args.task.as_deref().map(TaskId::new).transpose()?;
+    let store = FileTaskStore::for_session(&session_dir);
+    let (bus, _) = Bus::open(&root, session_id.as_str(), KeyUse::Write, Durability::Batch)
+        .map_err(CliError::internal)?;
+    let mut executor = Executor::new(root, session_dir, config);
+    executor.run_backend.clone_from(&args.backend);
+    executor.on_attempt = Box::new(|task, event| {
+        if let wavecrew_backends::AttemptEvent::Switched(s) = event {
+            output::warning(&format!(
+                "{}: backend {} → {}: {}",
+                task.id.as_str(),
+                s.from,
+                s.to,
+                s.reason
+            ));
+        }
+    });
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(CliError::internal)?;
+    let options = WorkerOptions {
+        task,
+        ..WorkerOptions::default()
+    };
+    let summary = rt.block_on(run_worker(&executor, &store, &bus, &options))?;
+    for id in &summary.completed {
+        output::line(&format!("[executor] {} completed", id.as_str()));
+    }
+    for id in &summary.failed {
+        output::line(&format!("[executor] {} failed", id.as_str()));
+    }
+    if let Some(why) = &summary.not_taken {
+        output::error(why);
+        return Ok(Exit::Failed);
+    }
+    Ok(if summary.failed.is_empty() {
+        Exit::Success
+    } else {
+        Exit::Failed
+    })
+}

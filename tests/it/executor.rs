@@ -1,0 +1,86 @@
+//! `wavecrew-executor` (seed 000) on a session with the scripted agent:
+//! tasks in dependency order, the files the agent really changed, the bus
+//! records, and a hostile task description that reaches the agent verbatim
+//! and runs nothing.
+
+use serde_json::json;
+use wavecrew_core::{Task, TaskId, TaskStatus, TaskStore};
+use wavecrew_testkit::{SessionBuilder, bin_path, insta_settings, run_bin};
+
+const HOSTILE: &str = "Write notes. \"; touch pwned; \" $(touch pwned2) `touch pwned3`\nnext line";
+
+#[test]
+fn tasks_run_in_order_and_report_what_changed() {
+    let mut t3 = Task::new(TaskId::new("IMPL-003").unwrap(), "Notes", HOSTILE);
+    t3.blocked_by = vec![TaskId::new("IMPL-002").unwrap()];
+    let s = SessionBuilder::new("TC-exec-demo-2026-11-23")
+        .task("IMPL-001", &[])
+        .task("IMPL-002", &["IMPL-001"])
+        .with_task(t3)
+        .file("plan.md", "# Plan\nExecution Backend: agent\n")
+        .build();
+    let script = json!({"format": "claude", "scenarios": [
+        {"match": {"task": "IMPL-001"}, "steps": [{"write": {"path": "src/one.txt", "content": "1\n"}}, {"say": "one done"}]},
+        {"match": {"task": "IMPL-002"}, "steps": [{"append": {"path": "src/one.txt", "content": "2\n"}}, {"say": "two done"}]},
+        {"match": {"prompt_contains": "\"; touch pwned; \" $(touch pwned2) `touch pwned3`\nnext line"},
+         "steps": [{"write": {"path": "notes.md", "content": "verbatim\n"}}, {"say": "notes done"}]}
+    ]});
+    std::fs::write(s.root().join("script.json"), script.to_string()).unwrap();
+    std::fs::write(
+        s.root().join("wavecrew.toml"),
+        format!(
+            "[aliases]\nagent = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\nformat = \"claude\"\n",
+            bin_path("wavecrew-scripted-agent").display().to_string()
+        ),
+    )
+    .unwrap();
+    let o = run_bin(
+        "wavecrew-executor",
+        &["--session", s.dir.to_str().unwrap()],
+        s.root(),
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    let store = s.store();
+    for id in ["IMPL-001", "IMPL-002", "IMPL-003"] {
+        let t = store.get(&TaskId::new(id).unwrap()).unwrap();
+        assert_eq!(t.status, TaskStatus::Completed, "{id}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(s.root().join("src/one.txt")).unwrap(),
+        "1\n2\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(s.root().join("notes.md")).unwrap(),
+        "verbatim\n"
+    );
+    for f in ["pwned", "pwned2", "pwned3"] {
+        assert!(!s.root().join(f).exists(), "{f}");
+    }
+    let r = store
+        .get(&TaskId::new("IMPL-002").unwrap())
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(r["files_modified"], json!(["src/one.txt"]));
+    assert_eq!(r["execution_backend"], "demo");
+    assert_eq!(r["evidence"]["backend_decision"]["level"], "plan");
+    let log = run_bin(
+        "wavecrew",
+        &[
+            "msg",
+            "list",
+            "--session-id",
+            "TC-exec-demo-2026-11-23",
+            "--last",
+            "10",
+        ],
+        s.root(),
+    );
+    insta_settings().bind(|| {
+        insta::assert_snapshot!(format!(
+            "{}\n{}",
+            o.render_in(s.root()),
+            log.render_in(s.root())
+        ));
+    });
+}
