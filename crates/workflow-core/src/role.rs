@@ -177,6 +177,19 @@ where
                 None => return Ok(summary),
             },
         };
+        if options.task.is_some() {
+            let named = store.get(&id)?;
+            if !role.takes(&named) {
+                summary.not_taken = Some(format!(
+                    "{} is not for the {} role (it takes prefix {}; owner: {})",
+                    id.as_str(),
+                    role.name(),
+                    role.prefix(),
+                    named.owner.as_deref().unwrap_or("none")
+                ));
+                return Ok(summary);
+            }
+        }
         let task = match store.claim(&id, &worker)? {
             Claim::Claimed(task) => *task,
             Claim::NotPending(status) => {
