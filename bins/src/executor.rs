@@ -37,12 +37,20 @@ pub struct ExecutorArgs {
     /// Read this configuration file instead of `<project root>/wavecrew.toml`.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// With `--task`: then take the one IMPL successor it unblocked.
+    #[arg(long)]
+    pub fast_advance: bool,
 }
 
 /// The executor's main.
 pub fn executor_main() -> ExitCode {
+    executor_main_from(std::env::args_os().collect())
+}
+
+/// [`executor_main`] with explicit arguments (the program name first).
+pub fn executor_main_from(command_line: Vec<std::ffi::OsString>) -> ExitCode {
     crate::init_tracing();
-    let args = match ExecutorArgs::try_parse() {
+    let args = match ExecutorArgs::try_parse_from(command_line) {
         Ok(a) => a,
         Err(e) => return crate::clap_exit(&e),
     };
@@ -68,6 +76,8 @@ fn run(args: &ExecutorArgs) -> CmdResult {
     let config = Config::discover(&root, args.config.as_deref()).map_err(CliError::bad_input)?;
     let task = args.task.as_deref().map(TaskId::new).transpose()?;
     let store = FileTaskStore::for_session(&session_dir);
+    wavecrew_role_team::check_graph(&wavecrew_core::TaskStore::list(&store)?)
+        .map_err(|e| CliError::bad_input(anyhow::anyhow!("{}: {e}", session_dir.display())))?;
     let (bus, _) = Bus::open(&root, session_id.as_str(), KeyUse::Write, Durability::Batch)
         .map_err(CliError::internal)?;
     let mut executor = Executor::new(root, session_dir, config);
@@ -90,6 +100,7 @@ fn run(args: &ExecutorArgs) -> CmdResult {
         .map_err(CliError::internal)?;
     let options = WorkerOptions {
         task,
+        fast_advance: args.fast_advance,
         ..WorkerOptions::default()
     };
     let summary = rt.block_on(run_worker(&executor, &store, &bus, &options))?;

@@ -7,6 +7,7 @@ pub mod executor;
 pub mod exit;
 pub mod output;
 pub mod scripted_agent;
+pub mod team;
 
 use std::process::ExitCode;
 
@@ -40,10 +41,50 @@ pub enum Command {
     /// Try a backend: probe every configured one, or run one attempt.
     #[command(subcommand)]
     Backend(commands::backend::BackendCommand),
+    /// Run a session's whole pipeline in the foreground (= `wavecrew-team run`).
+    Run(RunArgs),
+    /// Run the demo pipeline on a copy of the embedded demo project.
+    Demo(commands::demo::DemoArgs),
+}
+
+/// `wavecrew run` arguments.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// The session folder (`.workflow/.team/<session-id>`).
+    pub session: std::path::PathBuf,
+    /// Workers at once (default: `[limits] max_parallel`).
+    #[arg(long)]
+    pub max_parallel: Option<usize>,
+    /// What a failed task does to the rest of the pipeline.
+    #[arg(long, value_enum, default_value = "continue")]
+    pub on_failure: team::OnFailureArg,
+    /// Respawns of a task whose worker crashed.
+    #[arg(long, default_value_t = 2)]
+    pub crash_retries: u32,
+    /// Run every task through this backend.
+    #[arg(long)]
+    pub backend: Option<String>,
 }
 
 /// The `wavecrew` binary's main: parse, run, map the outcome to an exit code.
 pub fn wavecrew_main() -> ExitCode {
+    // Multi-call: `wavecrew __executor …` is `wavecrew-executor …`, so a
+    // build of the `wavecrew` binary alone (`cargo run --bin wavecrew`)
+    // can still start every worker.
+    let command_line: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(tool) = command_line.get(1).and_then(|a| a.to_str()) {
+        let rest = || {
+            let mut v = vec![std::ffi::OsString::from(&tool[2..])];
+            v.extend(command_line[2..].iter().cloned());
+            v
+        };
+        match tool {
+            "__wavecrew-executor" => return executor::executor_main_from(rest()),
+            "__wavecrew-team" => return team::team_main_from(rest()),
+            "__wavecrew-scripted-agent" => return scripted_agent::scripted_agent_main_from(rest()),
+            _ => {}
+        }
+    }
     init_tracing();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -54,6 +95,17 @@ pub fn wavecrew_main() -> ExitCode {
         Command::Msg(args) => commands::msg::run(&args),
         Command::Check(cmd) => commands::check::run(cmd),
         Command::Backend(cmd) => commands::backend::run(cmd, cli.config.as_deref()),
+        Command::Run(a) => team::run_command(
+            team::TeamCommand::Run(team::TeamArgs {
+                session: Some(a.session),
+                max_parallel: a.max_parallel,
+                on_failure: a.on_failure,
+                crash_retries: a.crash_retries,
+                backend: a.backend,
+            }),
+            cli.config.as_deref(),
+        ),
+        Command::Demo(a) => commands::demo::run(&a),
     };
     finish(result)
 }

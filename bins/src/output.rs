@@ -25,3 +25,8 @@ pub fn error(msg: &str) {
 pub fn warning(msg: &str) {
     eprintln!("warning: {msg}");
 }
+
+/// Print a progress line on stderr (plain, one per event).
+pub fn progress(msg: &str) {
+    eprintln!("{msg}");
+}

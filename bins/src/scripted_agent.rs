@@ -38,7 +38,12 @@ pub struct ScriptedArgs {
 
 /// The scripted agent's main.
 pub fn scripted_agent_main() -> ExitCode {
-    let args = match ScriptedArgs::try_parse() {
+    scripted_agent_main_from(std::env::args_os().collect())
+}
+
+/// [`scripted_agent_main`] with explicit arguments (the program name first).
+pub fn scripted_agent_main_from(command_line: Vec<std::ffi::OsString>) -> ExitCode {
+    let args = match ScriptedArgs::try_parse_from(command_line) {
         Ok(a) => a,
         Err(e) => return crate::clap_exit(&e),
     };

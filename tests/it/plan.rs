@@ -44,15 +44,17 @@ fn waves_json_contract() {
         json!([
             ["IMPL-001"],
             ["IMPL-002", "IMPL-003"],
-            ["IMPL-004", "IMPL-005"],
-            ["IMPL-006"]
+            ["IMPL-004"],
+            ["IMPL-005", "REVIEW-001"],
+            ["IMPL-006"],
+            ["IMPL-007"]
         ])
     );
     assert_eq!(
         v["critical_path"],
-        json!(["IMPL-001", "IMPL-003", "IMPL-004", "IMPL-006"])
+        json!(["IMPL-001", "IMPL-002", "IMPL-004", "IMPL-005", "IMPL-006", "IMPL-007"])
     );
-    assert_eq!(v["tasks"], 6);
+    assert_eq!(v["tasks"], 8);
 }
 
 #[test]
@@ -73,7 +75,7 @@ fn graph_formats() {
     insta::assert_snapshot!("demo_mermaid", mermaid.stdout);
     let json = wavecrew(&["plan", "graph", "--format", "json", "."], &demo());
     let v = json_stdout(&json);
-    assert_eq!(v["waves"].as_array().unwrap().len(), 4);
+    assert_eq!(v["waves"].as_array().unwrap().len(), 6);
 }
 
 fn cyclic() -> tempfile::TempDir {

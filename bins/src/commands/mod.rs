@@ -2,5 +2,6 @@
 
 pub mod backend;
 pub mod check;
+pub mod demo;
 pub mod msg;
 pub mod plan;

@@ -15,7 +15,7 @@
 //! | opencode | `run --format json` | same | same | last argv element | `--session <id>` |
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use wavecrew_core::{AttemptRequest, Mode};
 
@@ -98,26 +98,16 @@ pub fn program_of(backend: &ResolvedBackend) -> Option<String> {
         return backend.spec.argv.first().cloned();
     }
     if backend.kind == Kind::Scripted {
-        return Some(scripted_agent_program());
+        return Some(scripted_agent_program().0);
     }
     backend.kind.default_program().map(str::to_owned)
 }
 
-/// `wavecrew-scripted-agent` beside the running executable when it is
-/// there (so the demo works from `cargo run`), else from `PATH`.
-pub fn scripted_agent_program() -> String {
-    if let Ok(exe) = std::env::current_exe() {
-        for dir in [exe.parent(), exe.parent().and_then(Path::parent)]
-            .into_iter()
-            .flatten()
-        {
-            let candidate = dir.join("wavecrew-scripted-agent");
-            if candidate.is_file() {
-                return candidate.to_string_lossy().into_owned();
-            }
-        }
-    }
-    "wavecrew-scripted-agent".into()
+/// `wavecrew-scripted-agent` (see [`wavecrew_core::programs`]): the
+/// program and its leading arguments.
+pub fn scripted_agent_program() -> (String, Vec<String>) {
+    let (p, args) = wavecrew_core::programs::wavecrew_program("wavecrew-scripted-agent");
+    (p.to_string_lossy().into_owned(), args)
 }
 
 fn running_as_root() -> bool {
@@ -272,6 +262,9 @@ pub fn build(backend: &ResolvedBackend, request: &AttemptRequest) -> Invocation 
             args.push(prompt);
         }
         Kind::Scripted => {
+            if spec.program.is_none() {
+                args.extend(scripted_agent_program().1);
+            }
             let fmt = spec.format.unwrap_or(crate::config::StreamSetting::Claude);
             format = fmt.format();
             args.push("--script".into());

@@ -23,11 +23,13 @@ pub mod error;
 pub mod fsutil;
 pub mod id;
 pub mod plan;
+pub mod programs;
 pub mod role;
 pub mod session;
 pub mod source;
 pub mod store;
 pub mod task;
+pub mod wisdom;
 
 pub use analysis::{AnalysisTask, GraphEntry, TaskAnalysis};
 pub use backend::{AttemptOutcome, AttemptRequest, Backend, Limits, Mode, OutcomeClass, Usage};

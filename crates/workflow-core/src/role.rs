@@ -109,6 +109,9 @@ pub struct WorkerOptions {
     /// The worker's identity on leases (default: the role's name and this
     /// process).
     pub worker: Option<WorkerInfo>,
+    /// With `task`: after it completes, take the one successor of this
+    /// role it unblocked (the orchestrator adopts it).
+    pub fast_advance: bool,
 }
 
 impl Default for WorkerOptions {
@@ -118,6 +121,7 @@ impl Default for WorkerOptions {
             inner_loop: true,
             heartbeat: Duration::from_secs(30),
             worker: None,
+            fast_advance: false,
         }
     }
 }
@@ -131,6 +135,8 @@ pub struct WorkerSummary {
     pub failed: Vec<TaskId>,
     /// When `--task` named a task that could not be taken: why.
     pub not_taken: Option<String>,
+    /// Tasks taken by fast-advance.
+    pub fast_advanced: Vec<TaskId>,
 }
 
 /// The next task the role can take: pending, its prefix and owner, every
@@ -168,16 +174,17 @@ where
         .clone()
         .unwrap_or_else(|| WorkerInfo::current(role.name()));
     let mut summary = WorkerSummary::default();
+    let mut assigned = options.task.clone();
     loop {
-        let id = match &options.task {
-            Some(id) if summary.completed.is_empty() && summary.failed.is_empty() => id.clone(),
-            Some(_) => return Ok(summary),
+        let id = match assigned.take() {
+            Some(id) => id,
+            None if options.task.is_some() => return Ok(summary),
             None => match discover(role, store)? {
                 Some(id) => id,
                 None => return Ok(summary),
             },
         };
-        if options.task.is_some() {
+        if options.task.is_some() && summary.completed.is_empty() && summary.failed.is_empty() {
             let named = store.get(&id)?;
             if !role.takes(&named) {
                 summary.not_taken = Some(format!(
@@ -244,10 +251,46 @@ where
         } else {
             summary.failed.push(task.id.clone());
         }
-        if options.task.is_some() || !options.inner_loop {
+        if options.task.is_some() {
+            // Fast-advance: the one successor of this role that the task
+            // just unblocked, if there is exactly one.
+            if options.fast_advance && report.status == TaskStatus::Completed {
+                let next = fast_advance_successor(role, store, &task.id)?;
+                if let Some(next) = next {
+                    summary.fast_advanced.push(next.clone());
+                    assigned = Some(next);
+                    continue;
+                }
+            }
+            return Ok(summary);
+        }
+        if !options.inner_loop {
             return Ok(summary);
         }
     }
+}
+
+/// The single ready successor of `done` that `role` takes, if exactly one.
+pub fn fast_advance_successor<R: Role + ?Sized>(
+    role: &R,
+    store: &dyn TaskStore,
+    done: &TaskId,
+) -> Result<Option<TaskId>> {
+    let tasks = store.list()?;
+    let completed: std::collections::HashSet<&TaskId> = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Completed)
+        .map(|t| &t.id)
+        .collect();
+    let successors: Vec<&Task> = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Pending && t.blocked_by.contains(done) && role.takes(t))
+        .filter(|t| t.blocked_by.iter().all(|b| completed.contains(b)))
+        .collect();
+    Ok(match successors.as_slice() {
+        [one] => Some(one.id.clone()),
+        _ => None,
+    })
 }
 
 /// Run `work`, refreshing the lease every `every` until it ends.

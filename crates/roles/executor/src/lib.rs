@@ -14,7 +14,7 @@
 //!   review-mode attempt, then `task_complete` / `task_failed` with the
 //!   seed's fields plus the evidence.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -193,6 +193,13 @@ impl Role for Executor {
         "IMPL"
     }
 
+    /// Every `IMPL-*` task, whatever its owner is called: sessions name the
+    /// role that owns them (`developer`, `executor`, …), and the prefix is
+    /// what binds them to this binary.
+    fn takes(&self, task: &Task) -> bool {
+        task.id.prefix() == Some("IMPL")
+    }
+
     async fn prepare(&self, task: &Task) -> Result<ExecWork, PhaseError> {
         let plan_path = self.plan_path(task);
         let plan = match &plan_path {
@@ -226,7 +233,7 @@ impl Role for Executor {
             .into_iter()
             .map(|c| c.text)
             .collect();
-        let wisdom = read_wisdom(&self.session_dir);
+        let wisdom = wavecrew_core::wisdom::read_wisdom(&self.session_dir);
         let max_attempts = self.config.routing.max_retries + 1;
         let render = |n: u32, error: Option<&str>| {
             let ctx = json!({
@@ -288,7 +295,7 @@ impl Role for Executor {
             &task.acceptance_criteria(),
             &work.cwd,
             &AcceptanceOptions {
-                implementation_text: final_text,
+                implementation_text: final_text.clone(),
                 ..AcceptanceOptions::default()
             },
         )
@@ -348,6 +355,14 @@ impl Role for Executor {
             "plan_path": work.plan_path,
         });
         let failed = syntax_word == "fail" || acceptance_word == "fail";
+        if !failed && !final_text.is_empty() {
+            let _ = wavecrew_core::wisdom::append_wisdom(
+                &self.session_dir,
+                "executor",
+                &task.id,
+                &final_text,
+            );
+        }
         let mut data = Map::new();
         data.insert("task_id".into(), json!(task.id.as_str()));
         let used_backend = run
@@ -416,23 +431,6 @@ impl Role for Executor {
         report.result = Value::Object(report.data.clone());
         report
     }
-}
-
-/// The session's `wisdom/*.md`, concatenated (empty when none).
-pub fn read_wisdom(session_dir: &Path) -> String {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(session_dir.join("wisdom"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "md"))
-        .collect();
-    files.sort();
-    files
-        .iter()
-        .filter_map(|p| std::fs::read_to_string(p).ok())
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[cfg(test)]

@@ -1,0 +1,18 @@
+//! Seed 001, the team-executor orchestrator, and the generic agent role.
+//!
+//! * [`validate`]: every check of the seed with its messages;
+//! * [`reconcile`]: phase 0 — store, session file and bus back in line;
+//! * [`orchestrate`]: spawn-and-stop (`start`, `resume`) and the
+//!   foreground run (`run`) over worker processes;
+//! * [`report`]: the completion banner, `reports/summary.md`, `check`;
+//! * [`agent_role`]: a role known only by its `roles/<name>.md`, run as an
+//!   agent CLI with the role file as instructions.
+
+pub mod agent_role;
+pub mod orchestrate;
+pub mod reconcile;
+pub mod report;
+pub mod validate;
+
+pub use orchestrate::{OnFailure, Progress, RunEnd, Team, TeamOptions};
+pub use validate::{SessionInvalid, ValidSession, check_graph, validate};
