@@ -80,9 +80,16 @@ fn run(args: &ExecutorArgs) -> CmdResult {
         .map_err(|e| CliError::bad_input(anyhow::anyhow!("{}: {e}", session_dir.display())))?;
     let (bus, _) = Bus::open(&root, session_id.as_str(), KeyUse::Write, Durability::Batch)
         .map_err(CliError::internal)?;
+    let bus = std::sync::Arc::new(bus);
     let mut executor = Executor::new(root, session_dir, config);
     executor.run_backend.clone_from(&args.backend);
-    executor.on_attempt = Box::new(|task, event| {
+    let events_bus = std::sync::Arc::clone(&bus);
+    executor.on_attempt = Box::new(move |task, event| {
+        if let Some(message) = attempt_record(task, event)
+            && let Err(e) = events_bus.log(message)
+        {
+            output::warning(&format!("message bus: {e}"));
+        }
         if let wavecrew_backends::AttemptEvent::Switched(s) = event {
             output::warning(&format!(
                 "{}: backend {} → {}: {}",
@@ -103,7 +110,7 @@ fn run(args: &ExecutorArgs) -> CmdResult {
         fast_advance: args.fast_advance,
         ..WorkerOptions::default()
     };
-    let summary = rt.block_on(run_worker(&executor, &store, &bus, &options))?;
+    let summary = rt.block_on(run_worker(&executor, &store, &*bus, &options))?;
     for id in &summary.completed {
         output::line(&format!("[executor] {} completed", id.as_str()));
     }
@@ -118,5 +125,58 @@ fn run(args: &ExecutorArgs) -> CmdResult {
         Exit::Success
     } else {
         Exit::Failed
+    })
+}
+
+/// The seed's `progress_update` records: an attempt starts (with the
+/// backend), a retry is scheduled, a backend switch (the fallback reported).
+fn attempt_record(
+    task: &wavecrew_core::Task,
+    event: &wavecrew_backends::AttemptEvent,
+) -> Option<wavecrew_core::NewMessage> {
+    use wavecrew_backends::AttemptEvent;
+    let mut data = serde_json::Map::new();
+    data.insert("task_id".into(), serde_json::json!(task.id.as_str()));
+    let summary = match event {
+        AttemptEvent::Started {
+            attempt,
+            backend,
+            resume,
+        } => {
+            data.insert("batch_index".into(), serde_json::json!(attempt));
+            data.insert("backend".into(), serde_json::json!(backend));
+            if let Some(r) = resume {
+                data.insert("resume_session".into(), serde_json::json!(r));
+            }
+            format!(
+                "{} attempt {attempt} via {backend}{}",
+                task.id.as_str(),
+                if resume.is_some() { " (resumed)" } else { "" }
+            )
+        }
+        AttemptEvent::Retrying { attempt, delay_ms } => {
+            data.insert("batch_index".into(), serde_json::json!(attempt));
+            data.insert("delay_ms".into(), serde_json::json!(delay_ms));
+            format!("{} retry: attempt {attempt}", task.id.as_str())
+        }
+        AttemptEvent::Switched(s) => {
+            data.insert("backend_switch".into(), serde_json::to_value(s).ok()?);
+            format!(
+                "{} backend switch {} → {}: {}",
+                task.id.as_str(),
+                s.from,
+                s.to,
+                s.reason
+            )
+        }
+        AttemptEvent::Finished { .. } => return None,
+    };
+    Some(wavecrew_core::NewMessage {
+        from: "executor".into(),
+        to: Some("coordinator".into()),
+        kind: Some("progress_update".into()),
+        summary: Some(format!("[executor] {summary}")),
+        data: Some(data),
+        reference: None,
     })
 }

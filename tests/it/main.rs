@@ -6,3 +6,4 @@ mod executor;
 mod msg;
 mod plan;
 mod scripted;
+mod team;

@@ -52,7 +52,9 @@ fn waves_json_contract() {
     );
     assert_eq!(
         v["critical_path"],
-        json!(["IMPL-001", "IMPL-002", "IMPL-004", "IMPL-005", "IMPL-006", "IMPL-007"])
+        json!([
+            "IMPL-001", "IMPL-002", "IMPL-004", "IMPL-005", "IMPL-006", "IMPL-007"
+        ])
     );
     assert_eq!(v["tasks"], 8);
 }

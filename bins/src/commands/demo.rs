@@ -155,6 +155,12 @@ pub struct DemoArgs {
     /// Write the demo here (default: a new folder under the system temp folder).
     #[arg(long)]
     pub dir: Option<PathBuf>,
+    /// Only write the demo project (to run it later with `wavecrew run`).
+    #[arg(long)]
+    pub no_run: bool,
+    /// Workers at once (default: the demo's `wavecrew.toml`, 2).
+    #[arg(long)]
+    pub max_parallel: Option<usize>,
 }
 
 /// Write the demo project into `dir` and put it under git.
@@ -219,10 +225,14 @@ pub fn run(args: &DemoArgs) -> CmdResult {
     write_demo(&dir).map_err(CliError::internal)?;
     output::progress(&format!("demo project written to {}", dir.display()));
     let session = dir.join(".workflow/.team").join(SESSION);
+    if args.no_run {
+        output::line(&format!("run it with: wavecrew run {}", session.display()));
+        return Ok(Exit::Success);
+    }
     let code = crate::team::run_command(
         TeamCommand::Run(TeamArgs {
             session: Some(session),
-            max_parallel: None,
+            max_parallel: args.max_parallel,
             on_failure: OnFailureArg::Continue,
             crash_retries: 2,
             backend: None,

@@ -91,6 +91,13 @@ pub trait Role: Send + Sync {
     ) -> std::result::Result<(), PhaseError>;
     /// Phase 4: check the work and say how the task ended.
     async fn validate(&self, task: &Task, work: &Self::Work) -> Report;
+    /// The bus type of this role's success record (`task_complete`): a
+    /// claimed task that already has one was finished by a worker killed
+    /// before it could update the store, and is not done again.
+    #[allow(clippy::unnecessary_literal_bound)] // implementations may borrow from self
+    fn completion_kind(&self) -> &str {
+        "task_complete"
+    }
     /// The report of a task whose phase 2 or 3 failed.
     fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
         Report::failure("task_failed", task, &error.0)
@@ -216,6 +223,15 @@ where
                 continue;
             }
         };
+        if let Some(done) = earlier_completion(role, bus, &task.id)? {
+            // The work and its record exist; only the store missed it.
+            store.finish(&task.id, &worker, TaskStatus::Completed, Some(done))?;
+            summary.completed.push(task.id.clone());
+            if options.task.is_some() || !options.inner_loop {
+                return Ok(summary);
+            }
+            continue;
+        }
         let report = with_heartbeat(store, &task.id, &worker, options.heartbeat, async {
             let mut work = match role.prepare(&task).await {
                 Ok(w) => w,
@@ -291,6 +307,28 @@ pub fn fast_advance_successor<R: Role + ?Sized>(
         [one] => Some(one.id.clone()),
         _ => None,
     })
+}
+
+/// The payload of this role's completion record for `id`, if the bus has
+/// one among its newest 100 records of that type.
+fn earlier_completion<R: Role, B: MessageBus>(
+    role: &R,
+    bus: &B,
+    id: &TaskId,
+) -> Result<Option<Value>> {
+    let found = bus
+        .list(&crate::bus::ListFilter {
+            from: Some(role.name().to_owned()),
+            to: None,
+            kind: Some(role.completion_kind().to_owned()),
+            last: 100,
+        })
+        .map_err(|e| crate::error::CoreError::Bus(e.to_string()))?;
+    Ok(found.messages.into_iter().rev().find_map(|m| {
+        let data = m.data?;
+        (data.get("task_id").and_then(Value::as_str) == Some(id.as_str()))
+            .then_some(Value::Object(data))
+    }))
 }
 
 /// Run `work`, refreshing the lease every `every` until it ends.

@@ -33,10 +33,19 @@ impl MessageBus for MemoryBus {
     fn read(&self, _: &str) -> Result<Option<BusMessage>, Self::Error> {
         Ok(None)
     }
-    fn list(&self, _: &ListFilter) -> Result<ListResult, Self::Error> {
+    fn list(&self, f: &ListFilter) -> Result<ListResult, Self::Error> {
+        let messages: Vec<BusMessage> = self
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| f.from.as_ref().is_none_or(|x| &m.from == x))
+            .filter(|m| f.kind.as_ref().is_none_or(|x| &m.kind == x))
+            .cloned()
+            .collect();
         Ok(ListResult {
-            total: 0,
-            messages: vec![],
+            total: messages.len(),
+            messages,
         })
     }
     fn get_state(&self, _: Option<&str>) -> Result<Option<Value>, Self::Error> {
@@ -181,4 +190,37 @@ async fn a_failing_phase_is_reported_and_the_task_fails() {
         store.get(&TaskId::new("IMPL-001").unwrap()).unwrap().status,
         TaskStatus::Failed
     );
+}
+
+#[tokio::test]
+async fn a_task_whose_completion_is_on_the_bus_is_not_done_twice() {
+    // A worker was killed after its record and before the store update.
+    let (_tmp, store) = store_with(&[("IMPL-001", &[], "first")]);
+    let bus = MemoryBus::default();
+    let mut data = Map::new();
+    data.insert("task_id".into(), json!("IMPL-001"));
+    data.insert("files_modified".into(), json!(["a.rs"]));
+    bus.log(NewMessage {
+        from: "executor".into(),
+        kind: Some("task_complete".into()),
+        data: Some(data),
+        ..NewMessage::default()
+    })
+    .unwrap();
+    let role = Echo {
+        seen: Mutex::new(vec![]),
+    };
+    let s = run_worker(&role, &store, &bus, &WorkerOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(s.completed.len(), 1);
+    assert!(role.seen.lock().unwrap().is_empty(), "the phases ran again");
+    assert_eq!(
+        bus.0.lock().unwrap().len(),
+        1,
+        "a second record was written"
+    );
+    let t = store.get(&TaskId::new("IMPL-001").unwrap()).unwrap();
+    assert_eq!(t.status, TaskStatus::Completed);
+    assert_eq!(t.result.unwrap()["files_modified"], json!(["a.rs"]));
 }
