@@ -3,6 +3,7 @@
 //! a cycle, every session-validation error, a session in team-coordinate's
 //! real shape, and spawn-and-stop.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -312,7 +313,9 @@ fn a_cycle_exits_2_with_its_path() {
 fn every_session_validation_error_has_the_seeds_message() {
     type Breaker = fn(&Path);
     let cases: Vec<(&str, Breaker)> = vec![
-        ("directory missing", |s| std::fs::remove_dir_all(s).unwrap()),
+        ("directory missing", |s| {
+            std::fs::remove_dir_all(s).unwrap();
+        }),
         ("team-session.json missing", |s| {
             std::fs::remove_file(s.join("team-session.json")).unwrap();
         }),
@@ -333,7 +336,7 @@ fn every_session_validation_error_has_the_seeds_message() {
             std::fs::write(s.join("task-analysis.json"), "[1, 2]").unwrap();
         }),
         ("no role files", |s| {
-            std::fs::remove_dir_all(s.join("roles")).unwrap()
+            std::fs::remove_dir_all(s.join("roles")).unwrap();
         }),
         ("a role file missing", |s| {
             std::fs::rename(s.join("roles/developer.md"), s.join("roles/other.md")).unwrap();
@@ -349,18 +352,19 @@ fn every_session_validation_error_has_the_seeds_message() {
     let mut out = String::new();
     let o = run_bin("wavecrew-team", &["run"], Path::new("."));
     assert_eq!(o.code, 2);
-    out.push_str(&format!("== no --session\n{}\n", o.stderr.trim()));
+    let _ = writeln!(out, "== no --session\n{}", o.stderr.trim());
     for (name, breaker) in cases {
         let p = project(&[("IMPL-001", &[], "developer")], &json!([]), "");
         breaker(&p.session());
         let o = run(&p, &[]);
         assert_eq!(o.code, 2, "{name}: {}", o.render());
-        out.push_str(&format!(
-            "== {name}\n{}\n",
+        let _ = writeln!(
+            out,
+            "== {name}\n{}",
             o.stderr
                 .trim()
                 .replace(&p.root().display().to_string(), "[ROOT]")
-        ));
+        );
     }
     insta_settings().bind(|| insta::assert_snapshot!(out));
 }
