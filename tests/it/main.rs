@@ -2,6 +2,7 @@
 
 mod backend;
 mod check;
+mod crash;
 mod executor;
 mod msg;
 mod plan;

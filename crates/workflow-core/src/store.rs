@@ -93,9 +93,23 @@ pub fn pid_alive(pid: u32) -> bool {
         return false;
     }
     match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
-        Ok(()) | Err(nix::errno::Errno::EPERM) => true,
+        Ok(()) | Err(nix::errno::Errno::EPERM) => !is_zombie(raw),
         Err(_) => false,
     }
+}
+
+/// Whether the process has exited but was not reaped (state `Z` or `X` in
+/// `/proc/<pid>/stat`). A worker whose parent died is reparented, and in a
+/// container whose first process does not reap, it stays a zombie for
+/// good: it still answers `kill(pid, 0)`, but it holds nothing.
+fn is_zombie(pid: i32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) S …`: the state follows the last `)` (comm may hold one).
+    stat.rfind(')')
+        .and_then(|i| stat[i + 1..].split_whitespace().next())
+        .is_some_and(|state| state == "Z" || state == "X")
 }
 
 /// What a claim found.
@@ -382,6 +396,20 @@ impl TaskStore for FileTaskStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unreaped_child_is_not_alive() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while pid_alive(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Exited, not yet waited for: a zombie holds no lease.
+        assert!(!pid_alive(pid));
+        child.wait().unwrap();
+        assert!(pid_alive(std::process::id()));
+    }
 
     fn id(s: &str) -> TaskId {
         TaskId::new(s).unwrap()
