@@ -326,6 +326,16 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
             write_session(&mut valid, &tasks)?;
             return Ok(Exit::Failed);
         }
+        RunEnd::Paused { task, reason } => {
+            output::error(&format!(
+                "paused: the consensus on {task} is still blocked after its revision: {reason}"
+            ));
+            output::error("decide, then resume with `wavecrew run` on the same session");
+            valid.session.status = SessionStatus::Paused;
+            valid.session.active_workers.clear();
+            write_session(&mut valid, &tasks)?;
+            return Ok(Exit::Failed);
+        }
         RunEnd::Complete => valid.session.status = SessionStatus::Completed,
         RunEnd::Failed { .. } => {}
     }

@@ -443,3 +443,120 @@ fn spawn_and_stop_then_check_then_resume() {
     assert_eq!(c.code, 0);
     insta_settings().bind(|| insta::assert_snapshot!(c.render_in(p.root())));
 }
+
+fn msg_step(kind: &str, summary: &str, data: &Value) -> Value {
+    json!({"run": [bin_path("wavecrew").display().to_string(), "msg", "log", "--session-id", SESSION,
+                   "--from", "reviewer", "--to", "executor", "--type", kind, "--summary", summary,
+                   "--data", data.to_string()]})
+}
+
+#[test]
+fn a_capability_gap_is_a_warning_and_the_run_goes_on() {
+    let p = project(
+        &[
+            ("REVIEW-001", &[], "reviewer"),
+            ("IMPL-001", &["REVIEW-001"], "developer"),
+        ],
+        &json!([
+            {"match": {"task": "REVIEW-001"}, "steps": [
+                msg_step("capability_gap", "nobody can review the SQL", &json!({"task_id": "REVIEW-001"})),
+                {"say": "reviewed what I could"}]},
+            writes("IMPL-001"),
+        ]),
+        "",
+    );
+    let o = run(&p, &[]);
+    assert_eq!(o.code, 0, "{}", o.render());
+    let warning = p
+        .bus_log()
+        .into_iter()
+        .find(|m| {
+            m["type"] == "warning" && m["summary"].as_str().unwrap().contains("capability gap")
+        })
+        .expect("a warning about the gap");
+    assert!(
+        warning["summary"]
+            .as_str()
+            .unwrap()
+            .contains("nobody can review the SQL")
+    );
+}
+
+#[test]
+fn consensus_blocked_high_gets_one_revision_then_a_pause() {
+    let high = json!({"task_id": "REVIEW-001", "severity": "HIGH"});
+    let p = project(
+        &[
+            ("REVIEW-001", &[], "reviewer"),
+            ("IMPL-001", &["REVIEW-001"], "developer"),
+        ],
+        &json!([
+            {"match": {"task": "REVIEW-001-R1"}, "steps": [
+                msg_step("consensus_blocked", "still no agreement on the schema", &high), {"say": "revised"}]},
+            {"match": {"task": "REVIEW-001"}, "steps": [
+                msg_step("consensus_blocked", "no agreement on the schema", &high), {"say": "reviewed"}]},
+            writes("IMPL-001"),
+        ]),
+        "",
+    );
+    let o = run(&p, &["--max-parallel", "1"]);
+    assert_eq!(o.code, 1, "{}", o.render());
+    assert!(
+        o.stderr.contains("paused: the consensus on REVIEW-001"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(
+        p.status("REVIEW-001-R1"),
+        TaskStatus::Completed,
+        "one revision task ran"
+    );
+    let session: Value =
+        serde_json::from_slice(&std::fs::read(p.session().join("team-session.json")).unwrap())
+            .unwrap();
+    assert_eq!(session["status"], "paused");
+    let kinds: Vec<String> = p
+        .bus_log()
+        .iter()
+        .filter(|m| {
+            m["from"] == "executor" && (m["type"] == "task_created" || m["type"] == "paused")
+        })
+        .map(|m| m["type"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(kinds, ["task_created", "paused"]);
+}
+
+#[test]
+fn hostile_task_text_reaches_every_worker_verbatim() {
+    let hostile = "Do it. \"; touch pwned; \" $(touch pwned2) `touch pwned3`\nand a new line";
+    let p = project(
+        &[("IMPL-001", &[], "developer"), ("DRAFT-001", &[], "writer")],
+        &json!([
+            {"match": {"prompt_contains": hostile}, "steps": [
+                {"write": {"path": "verbatim.txt", "content": "ok\n"}}, {"say": "ok"}]},
+        ]),
+        "",
+    );
+    for id in ["IMPL-001", "DRAFT-001"] {
+        let mut t = wavecrew_core::Task::new(TaskId::new(id).unwrap(), id, hostile);
+        t.owner = Some(
+            if id == "IMPL-001" {
+                "developer"
+            } else {
+                "writer"
+            }
+            .into(),
+        );
+        p.store().create(t).unwrap();
+    }
+    let o = run(&p, &[]);
+    assert_eq!(
+        o.code,
+        0,
+        "the scenario matched only if the text arrived verbatim: {}",
+        o.render()
+    );
+    for f in ["pwned", "pwned2", "pwned3"] {
+        assert!(!p.root().join(f).exists(), "{f}");
+    }
+}

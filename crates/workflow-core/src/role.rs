@@ -72,14 +72,17 @@ pub trait Role: Send + Sync {
     fn tag(&self) -> String {
         format!("[{}]", self.name())
     }
-    /// Whether a task is this role's: its prefix, and an owner that is
-    /// either unset or this role.
+    /// Whether a task is this role's: owned by it, or unowned with its
+    /// prefix (`IMPL-001`, and revisions such as `IMPL-001-R1`).
     fn takes(&self, task: &Task) -> bool {
-        task.id.prefix() == Some(self.prefix())
-            && task
-                .owner
-                .as_deref()
-                .is_none_or(|o| o.is_empty() || o == self.name())
+        match task.owner.as_deref().filter(|o| !o.is_empty()) {
+            Some(owner) => owner == self.name(),
+            None => task
+                .id
+                .as_str()
+                .strip_prefix(self.prefix())
+                .is_some_and(|rest| rest.starts_with('-')),
+        }
     }
     /// Phase 2: load what the task needs.
     async fn prepare(&self, task: &Task) -> std::result::Result<Self::Work, PhaseError>;

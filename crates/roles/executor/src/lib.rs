@@ -197,7 +197,7 @@ impl Role for Executor {
     /// role that owns them (`developer`, `executor`, …), and the prefix is
     /// what binds them to this binary.
     fn takes(&self, task: &Task) -> bool {
-        task.id.prefix() == Some("IMPL")
+        task.id.as_str().starts_with("IMPL-")
     }
 
     async fn prepare(&self, task: &Task) -> Result<ExecWork, PhaseError> {

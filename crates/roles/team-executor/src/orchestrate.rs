@@ -83,6 +83,14 @@ pub enum RunEnd {
         /// Their skipped dependents.
         skipped: Vec<TaskId>,
     },
+    /// A `consensus_blocked` record of severity HIGH came back after its
+    /// revision task: a person has to decide.
+    Paused {
+        /// The task whose consensus is blocked.
+        task: String,
+        /// What the record said.
+        reason: String,
+    },
     /// Nothing is ready, nothing runs, and the pipeline is not complete.
     Stalled {
         /// Each stuck task and why.
@@ -149,6 +157,9 @@ pub struct Team<'a, B: MessageBus> {
     crashes: HashMap<TaskId, u32>,
     reported: HashSet<TaskId>,
     started: Instant,
+    seen_messages: HashSet<String>,
+    revisions: HashMap<String, u32>,
+    paused: Option<(String, String)>,
 }
 
 /// The program (and leading arguments) of a built-in worker binary.
@@ -193,6 +204,9 @@ impl<'a, B: MessageBus> Team<'a, B> {
             crashes: HashMap::new(),
             reported: HashSet::new(),
             started: Instant::now(),
+            seen_messages: HashSet::new(),
+            revisions: HashMap::new(),
+            paused: None,
         }
     }
 
@@ -474,12 +488,125 @@ impl<'a, B: MessageBus> Team<'a, B> {
             .collect()
     }
 
+    /// React to workers' callbacks on the bus: `capability_gap` (warn and
+    /// go on) and `consensus_blocked` (HIGH: one revision task, then a pause
+    /// for a person; MEDIUM: noted in `wisdom/issues.md`; LOW: go on).
+    fn callbacks(&mut self) -> wavecrew_core::Result<()> {
+        let recent = self
+            .bus
+            .list(&wavecrew_core::bus::ListFilter {
+                last: 100,
+                ..wavecrew_core::bus::ListFilter::default()
+            })
+            .map_err(|e| wavecrew_core::CoreError::Bus(e.to_string()))?;
+        for m in recent.messages {
+            if !self.seen_messages.insert(m.id.clone()) {
+                continue;
+            }
+            let data = m.data.clone().unwrap_or_default();
+            let task = data
+                .get("task_id")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("")
+                .to_owned();
+            match m.kind.as_str() {
+                "capability_gap" => {
+                    let mut d = Map::new();
+                    d.insert("gap".into(), json!(m.summary));
+                    self.log(
+                        "warning",
+                        format!(
+                            "capability gap reported by {}: {} (continuing; add a role file or re-run team-coordinate to cover it)",
+                            m.from, m.summary
+                        ),
+                        d,
+                    );
+                }
+                "consensus_blocked" => {
+                    let severity = data
+                        .get("severity")
+                        .and_then(serde_json::Value::as_str)
+                        .unwrap_or("LOW")
+                        .to_ascii_uppercase();
+                    match severity.as_str() {
+                        "HIGH" => self.consensus_high(&task, &m.summary)?,
+                        "MEDIUM" => {
+                            let id = TaskId::new(if task.is_empty() {
+                                "UNKNOWN-000".to_owned()
+                            } else {
+                                task.clone()
+                            })
+                            .unwrap_or_else(|_| TaskId::new("UNKNOWN-000").expect("valid id"));
+                            let _ = wavecrew_core::wisdom::append_wisdom(
+                                &self.valid.dir,
+                                "issues",
+                                &id,
+                                &format!("consensus blocked (MEDIUM): {}", m.summary),
+                            );
+                        }
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    fn consensus_high(&mut self, task: &str, reason: &str) -> wavecrew_core::Result<()> {
+        let n = self.revisions.entry(task.to_owned()).or_insert(0);
+        *n += 1;
+        let revision = format!("{task}-R1");
+        let exists = TaskId::new(revision.clone())
+            .ok()
+            .is_some_and(|id| self.store.get(&id).is_ok());
+        if *n == 1 && !exists {
+            let original = TaskId::new(task.to_owned())
+                .ok()
+                .and_then(|id| self.store.get(&id).ok());
+            if let (Some(original), Ok(id)) = (original, TaskId::new(revision.clone())) {
+                let mut t = Task::new(
+                    id.clone(),
+                    format!("{revision}: revise {task}"),
+                    format!(
+                        "Revise the work of {task}: its consensus was blocked.\n\n{reason}\n\nOriginal task:\n{}",
+                        original.description
+                    ),
+                );
+                t.owner.clone_from(&original.owner);
+                self.store.create(t)?;
+                let mut d = Map::new();
+                d.insert("task_id".into(), json!(revision));
+                d.insert("revises".into(), json!(task));
+                self.log(
+                    "task_created",
+                    format!("consensus blocked (HIGH) on {task}: revision task {revision} created"),
+                    d,
+                );
+                return Ok(());
+            }
+        }
+        let mut d = Map::new();
+        d.insert("task_id".into(), json!(task));
+        self.log(
+            "paused",
+            format!("consensus blocked (HIGH) again on {task}: pausing for a person"),
+            d,
+        );
+        self.paused = Some((task.to_owned(), reason.to_owned()));
+        Ok(())
+    }
+
     /// Run the pipeline in the foreground until it ends.
     pub async fn run(&mut self) -> wavecrew_core::Result<RunEnd> {
         let mut stopping = false;
         let mut last_totals = (usize::MAX, usize::MAX);
         loop {
             self.reap()?;
+            self.callbacks()?;
+            if self.paused.is_some() {
+                stopping = true;
+            }
             let tasks = self.store.list()?;
             // Newly final tasks.
             for t in &tasks {
@@ -597,6 +724,10 @@ impl<'a, B: MessageBus> Team<'a, B> {
             }
             write_session(&mut self.valid, &tasks)?;
             if busy == 0 && ready.is_empty() && orphans.is_empty() {
+                if let Some((task, reason)) = self.paused.clone() {
+                    self.valid.session.status = wavecrew_core::SessionStatus::Paused;
+                    return Ok(RunEnd::Paused { task, reason });
+                }
                 let tasks = self.store.list()?;
                 let failed: Vec<TaskId> = tasks
                     .iter()
