@@ -30,3 +30,19 @@ pub fn warning(msg: &str) {
 pub fn progress(msg: &str) {
     eprintln!("{msg}");
 }
+
+/// A progress bar on stderr when it is a terminal and `CI` is not set;
+/// `None` means plain, timestamped lines (CI logs, pipes).
+pub fn live_progress(total: usize) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if !std::io::stderr().is_terminal() || std::env::var_os("CI").is_some() {
+        return None;
+    }
+    let bar = indicatif::ProgressBar::new(u64::try_from(total).unwrap_or(0));
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} tasks, {msg}")
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    Some(bar)
+}

@@ -269,6 +269,8 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
     let started = Instant::now();
     let total = opened.store.list()?.len();
     let session_dir = opened.valid.dir.clone();
+    let live = output::live_progress(total);
+    let bar = live.clone();
     let end = rt.block_on(async {
         let mut team = Team::new(opened.valid.clone(), &opened.store, &opened.bus, options);
         team.on_progress = Box::new(move |p| {
@@ -299,7 +301,14 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
                     running,
                 } => format!("progress {done}/{total} done, {running} running"),
             };
-            output::progress(&format!("[{}] {line}", clock()));
+            match (&bar, p) {
+                (Some(bar), Progress::Totals { done, running, .. }) => {
+                    bar.set_position(u64::try_from(*done).unwrap_or(0));
+                    bar.set_message(format!("{running} running"));
+                }
+                (Some(bar), _) => bar.println(format!("[{}] {line}", clock())),
+                (None, _) => output::progress(&format!("[{}] {line}", clock())),
+            }
         });
         let end = tokio::select! {
             end = team.run() => Some(end),
@@ -307,6 +316,9 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
         };
         (end, team.valid.clone())
     });
+    if let Some(bar) = &live {
+        bar.finish_and_clear();
+    }
     let (end, mut valid) = end;
     let Some(end) = end else {
         output::error("interrupted: resume with `wavecrew run` on the same session");
@@ -345,7 +357,6 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
     let md = summary_markdown(&valid, &tasks, elapsed);
     wavecrew_core::fsutil::write_atomic(&reports.join("summary.md"), md.as_bytes())?;
     output::line(banner(&valid, &tasks, elapsed).trim_end());
-    let _ = total;
     Ok(match end {
         RunEnd::Complete => Exit::Success,
         _ => Exit::Failed,

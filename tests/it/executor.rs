@@ -84,3 +84,54 @@ fn tasks_run_in_order_and_report_what_changed() {
         ));
     });
 }
+
+#[test]
+fn a_syntax_error_goes_back_to_the_agent_with_the_compilers_words() {
+    let s = SessionBuilder::new("TC-exec-syntax-2026-11-23")
+        .task("IMPL-001", &[])
+        .build();
+    std::fs::write(
+        s.root().join("Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(s.root().join("src")).unwrap();
+    std::fs::write(s.root().join("src/lib.rs"), "pub fn one() -> u32 { 1 }\n").unwrap();
+    let script = json!({"scenarios": [
+        {"match": {"prompt_contains": "the syntax check failed"}, "steps": [
+            {"write": {"path": "src/lib.rs", "content": "pub fn one() -> u32 { 1 }\npub fn two() -> u32 { 2 }\n"}},
+            {"say": "fixed the missing brace"}]},
+        {"steps": [
+            {"write": {"path": "src/lib.rs", "content": "pub fn one() -> u32 { 1 }\npub fn two() -> u32 { 2 \n"}},
+            {"say": "added two"}]}
+    ]});
+    std::fs::write(s.root().join("script.json"), script.to_string()).unwrap();
+    std::fs::write(
+        s.root().join("wavecrew.toml"),
+        format!(
+            "[aliases]\nagent = \"demo\"\ncodex = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\n",
+            bin_path("wavecrew-scripted-agent").display().to_string()
+        ),
+    )
+    .unwrap();
+    let o = run_bin(
+        "wavecrew-executor",
+        &["--session", s.dir.to_str().unwrap()],
+        s.root(),
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    let r = s
+        .store()
+        .get(&TaskId::new("IMPL-001").unwrap())
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(r["validation_results"]["syntax"], "pass", "{r:#}");
+    assert_eq!(
+        r["evidence"]["attempts"].as_array().unwrap().len(),
+        2,
+        "{r:#}"
+    );
+    let second = std::fs::read_to_string(s.dir.join("attempts/IMPL-001/2/prompt.md")).unwrap();
+    assert!(second.contains("cargo"), "{second}");
+}

@@ -235,7 +235,15 @@ impl Role for Executor {
             .collect();
         let wisdom = wavecrew_core::wisdom::read_wisdom(&self.session_dir);
         let max_attempts = self.config.routing.max_retries + 1;
+        // A syntax failure after a successful attempt goes back to the
+        // agent with the compiler's words, within the same retry budget.
+        let validation_error: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
         let render = |n: u32, error: Option<&str>| {
+            let pending = validation_error
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            let error = pending.as_deref().or(error);
             let ctx = json!({
                 "task": {
                     "id": task.id.as_str(), "title": task.title(), "description": task.description,
@@ -253,26 +261,69 @@ impl Role for Executor {
                 .unwrap_or_else(|e| format!("{e}\n\n{}", task.description))
         };
         let on_event = |e: &AttemptEvent| (self.on_attempt)(task, e);
-        let run = run_task(&TaskAttempts {
-            config: &self.config,
-            backend: &work.decision.backend,
-            task_id: &task.id,
-            cwd: &work.cwd,
-            mode: Mode::Write,
-            session_dir: &self.session_dir,
-            prompt: &render,
-            on_event: &on_event,
-        })
-        .await;
-        let failure = (!run.success).then(|| {
-            run.failure
-                .clone()
-                .unwrap_or_else(|| "the backend did not succeed".into())
-        });
-        work.run = Some(run);
-        match failure {
-            Some(f) => Err(PhaseError(f)),
-            None => Ok(()),
+        let mut rounds = 0;
+        loop {
+            let run = run_task(&TaskAttempts {
+                config: &self.config,
+                backend: &work.decision.backend,
+                task_id: &task.id,
+                cwd: &work.cwd,
+                mode: Mode::Write,
+                session_dir: &self.session_dir,
+                prompt: &render,
+                on_event: &on_event,
+            })
+            .await;
+            let merged = match work.run.take() {
+                Some(mut earlier) => {
+                    earlier.attempts.extend(run.attempts.iter().cloned());
+                    earlier.switches.extend(run.switches.iter().cloned());
+                    earlier.success = run.success;
+                    earlier.failure.clone_from(&run.failure);
+                    earlier
+                }
+                None => run.clone(),
+            };
+            work.run = Some(merged);
+            if !run.success {
+                return Err(PhaseError(
+                    run.failure
+                        .unwrap_or_else(|| "the backend did not succeed".into()),
+                ));
+            }
+            let attempts = work.run.as_ref().map_or(0, |r| r.attempts.len());
+            let syntax = check_syntax(
+                &work.cwd,
+                &SyntaxOptions {
+                    changed_files: run.files_changed(),
+                    ..SyntaxOptions::default()
+                },
+            )
+            .await;
+            if syntax.status != CheckStatus::Fail
+                || rounds >= self.config.routing.max_retries
+                || attempts >= usize::try_from(max_attempts).unwrap_or(usize::MAX)
+            {
+                return Ok(());
+            }
+            rounds += 1;
+            let words: Vec<String> = syntax
+                .checks
+                .iter()
+                .filter(|c| c.status == CheckStatus::Fail)
+                .map(|c| {
+                    let out = c.output.trim();
+                    let tail: String = out
+                        .chars()
+                        .skip(out.chars().count().saturating_sub(4000))
+                        .collect();
+                    format!("`{}`:\n{tail}", c.command)
+                })
+                .collect();
+            *validation_error
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                Some(format!("the syntax check failed:\n{}", words.join("\n")));
         }
     }
 
