@@ -24,10 +24,15 @@ use crate::output;
     version,
     about = "Seed 000: the IMPL-* executor worker"
 )]
+#[command(group(clap::ArgGroup::new("input").required(true).args(["session", "tasks"])))]
 pub struct ExecutorArgs {
-    /// The session folder (`.workflow/.team/<session-id>`).
+    /// The session folder (`.workflow/.team/<session-id>`), tasks in its `tasks/`.
     #[arg(long)]
-    pub session: PathBuf,
+    pub session: Option<PathBuf>,
+    /// Seed 000's own task folder (`.workflow/.team/tasks`); records go to
+    /// the bus of the session `executor`.
+    #[arg(long)]
+    pub tasks: Option<PathBuf>,
     /// Take exactly this task.
     #[arg(long)]
     pub task: Option<String>,
@@ -57,25 +62,59 @@ pub fn executor_main_from(command_line: Vec<std::ffi::OsString>) -> ExitCode {
     crate::finish(run(&args))
 }
 
+/// Seed 000's task folder mode: the bus session its records go to.
+pub const TASK_FOLDER_BUS: &str = "executor";
+
 fn run(args: &ExecutorArgs) -> CmdResult {
-    let session_dir = args.session.canonicalize().map_err(|e| {
-        CliError::bad_input(anyhow::anyhow!("--session {}: {e}", args.session.display()))
-    })?;
-    let session_name = session_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default()
-        .to_owned();
-    let session_id = SessionId::new(session_name.clone())?;
-    let root = wavecrew_core::source::project_root(&session_dir).ok_or_else(|| {
+    let (flag, given) = match (&args.session, &args.tasks) {
+        (Some(s), _) => ("--session", s),
+        (None, Some(t)) => ("--tasks", t),
+        (None, None) => unreachable!("clap requires --session or --tasks"),
+    };
+    let folder = given
+        .canonicalize()
+        .map_err(|e| CliError::bad_input(anyhow::anyhow!("{flag} {}: {e}", given.display())))?;
+    let (session_dir, store, session_id) = if args.session.is_some() {
+        let name = folder
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_owned();
+        let id = SessionId::new(name)?;
+        (folder.clone(), FileTaskStore::for_session(&folder), id)
+    } else {
+        let parent = folder.parent().unwrap_or(&folder).to_owned();
+        (
+            parent,
+            FileTaskStore::new(folder.clone()),
+            SessionId::new(TASK_FOLDER_BUS)?,
+        )
+    };
+    let root = wavecrew_core::source::project_root(&folder).ok_or_else(|| {
         CliError::bad_input(anyhow::anyhow!(
-            "--session {}: not inside a project (no .workflow folder above it)",
-            args.session.display()
+            "{flag} {}: not inside a project (no .workflow folder above it)",
+            given.display()
         ))
     })?;
     let config = Config::discover(&root, args.config.as_deref()).map_err(CliError::bad_input)?;
     let task = args.task.as_deref().map(TaskId::new).transpose()?;
-    let store = FileTaskStore::for_session(&session_dir);
+    if args.tasks.is_some() {
+        // Seed 000 keeps dependencies in the plan ("IMPL-3 depends on
+        // IMPL-1"): fold them into the tasks' blockers once.
+        let loaded = wavecrew_core::source::load(&folder)?;
+        for w in &loaded.warnings {
+            output::warning(w);
+        }
+        for t in &loaded.tasks {
+            let deps = loaded.dependencies_of(t);
+            if deps != t.blocked_by {
+                wavecrew_core::TaskStore::update(&store, &t.id, &mut |x| {
+                    x.blocked_by.clone_from(&deps);
+                    Ok(())
+                })?;
+            }
+        }
+    }
     wavecrew_role_team::check_graph(&wavecrew_core::TaskStore::list(&store)?)
         .map_err(|e| CliError::bad_input(anyhow::anyhow!("{}: {e}", session_dir.display())))?;
     let (bus, _) = Bus::open(&root, session_id.as_str(), KeyUse::Write, Durability::Batch)

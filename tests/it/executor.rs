@@ -135,3 +135,57 @@ fn a_syntax_error_goes_back_to_the_agent_with_the_compilers_words() {
     let second = std::fs::read_to_string(s.dir.join("attempts/IMPL-001/2/prompt.md")).unwrap();
     assert!(second.contains("cargo"), "{second}");
 }
+
+#[test]
+fn seed_000s_own_task_folder_with_dependencies_in_the_plan() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join(".workflow/.team/tasks");
+    std::fs::create_dir_all(&tasks).unwrap();
+    for (id, desc) in [
+        ("IMPL-001", "Create the model"),
+        ("IMPL-002", "Add validation"),
+    ] {
+        std::fs::write(
+            tasks.join(format!("{id}.json")),
+            json!({"task_id": id, "status": "pending", "assigned_to": "executor", "description": desc,
+                   "acceptance_criteria": [], "retry_count": 0,
+                   "metadata": {"plan_path": ".workflow/plan.md", "executor": "agent", "code_review": false}})
+            .to_string(),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        tmp.path().join(".workflow/plan.md"),
+        "# Plan\nExecution Backend: codex\n\nIMPL-002 depends on IMPL-001\n",
+    )
+    .unwrap();
+    let script = json!({"scenarios": [
+        {"match": {"task": "IMPL-002"}, "steps": [{"append": {"path": "order.txt", "content": "2\n"}}, {"say": "two"}]},
+        {"match": {"task": "IMPL-001"}, "steps": [{"append": {"path": "order.txt", "content": "1\n"}}, {"say": "one"}]}
+    ]});
+    std::fs::write(tmp.path().join("script.json"), script.to_string()).unwrap();
+    std::fs::write(
+        tmp.path().join("wavecrew.toml"),
+        format!(
+            "[aliases]\nagent = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\n",
+            bin_path("wavecrew-scripted-agent").display().to_string()
+        ),
+    )
+    .unwrap();
+    let o = run_bin(
+        "wavecrew-executor",
+        &["--tasks", tasks.to_str().unwrap()],
+        tmp.path(),
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("order.txt")).unwrap(),
+        "1\n2\n"
+    );
+    let bus = std::fs::read_to_string(
+        tmp.path()
+            .join(".workflow/.team/executor/.msg/messages.jsonl"),
+    )
+    .unwrap();
+    assert_eq!(bus.matches("\"task_complete\"").count(), 2, "{bus}");
+}

@@ -560,3 +560,32 @@ fn hostile_task_text_reaches_every_worker_verbatim() {
         assert!(!p.root().join(f).exists(), "{f}");
     }
 }
+
+#[test]
+fn a_stalled_pipeline_says_which_tasks_are_stuck_and_why() {
+    let p = project(
+        &[("IMPL-001", &[], "developer")],
+        &json!([writes("IMPL-001")]),
+        "",
+    );
+    // A task no role of the session takes, and one waiting on it.
+    let mut orphan =
+        wavecrew_core::Task::new(TaskId::new("DESIGN-001").unwrap(), "design", "design it");
+    orphan.owner = Some("architect".into());
+    p.store().create(orphan).unwrap();
+    let mut waiting =
+        wavecrew_core::Task::new(TaskId::new("IMPL-002").unwrap(), "impl", "build it");
+    waiting.blocked_by = vec![TaskId::new("DESIGN-001").unwrap()];
+    p.store().create(waiting).unwrap();
+    let o = run(&p, &[]);
+    assert_eq!(o.code, 1, "{}", o.render());
+    assert_eq!(p.status("IMPL-001"), TaskStatus::Completed);
+    insta_settings().bind(|| {
+        let stalled: Vec<&str> = o
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("error:"))
+            .collect();
+        insta::assert_snapshot!(stalled.join("\n"));
+    });
+}
