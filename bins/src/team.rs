@@ -269,8 +269,8 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
     let started = Instant::now();
     let total = opened.store.list()?.len();
     let session_dir = opened.valid.dir.clone();
-    let live = output::live_progress(total);
-    let bar = live.clone();
+    let live_bar = output::live_progress(total);
+    let bar = live_bar.clone();
     let end = rt.block_on(async {
         let mut team = Team::new(opened.valid.clone(), &opened.store, &opened.bus, options);
         team.on_progress = Box::new(move |p| {
@@ -316,7 +316,7 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
         };
         (end, team.valid.clone())
     });
-    if let Some(bar) = &live {
+    if let Some(bar) = &live_bar {
         bar.finish_and_clear();
     }
     let (end, mut valid) = end;
