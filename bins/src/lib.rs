@@ -8,6 +8,8 @@ pub mod exit;
 pub mod output;
 pub mod scripted_agent;
 pub mod team;
+pub mod testrun;
+pub mod worker;
 
 use std::process::ExitCode;
 
@@ -81,6 +83,7 @@ pub fn wavecrew_main() -> ExitCode {
         match tool {
             "__wavecrew-executor" => return executor::executor_main_from(rest()),
             "__wavecrew-team" => return team::team_main_from(rest()),
+            "__wavecrew-testrun" => return testrun::testrun_main_from(rest()),
             "__wavecrew-scripted-agent" => return scripted_agent::scripted_agent_main_from(rest()),
             _ => {}
         }

@@ -8,3 +8,4 @@ mod msg;
 mod plan;
 mod scripted;
 mod team;
+mod testrun;

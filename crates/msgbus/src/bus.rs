@@ -111,6 +111,45 @@ impl Bus {
         Ok(record)
     }
 
+    /// A `state_update` computed from the current `role_state[from]` under
+    /// the bus lock: `update` receives the role's state (empty when none)
+    /// and returns the fields to merge. Two workers appending to the same
+    /// arrays cannot lose each other's entries (a plain `log` merges what
+    /// its caller read earlier, and the later writer wins).
+    pub fn update_state(
+        &self,
+        mut message: NewMessage,
+        update: impl FnOnce(&Map<String, Value>) -> Map<String, Value>,
+    ) -> Result<BusMessage> {
+        let mut guard = self.log.lock()?;
+        let facts = LogFacts {
+            last_type: None,
+            last_ts: None,
+        };
+        let current = meta::effective_meta(self.paths(), &facts);
+        let role = current
+            .get("role_state")
+            .and_then(|r| r.get(&message.from))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        message.kind = Some("state_update".into());
+        message.data = Some(update(&role));
+        let build = Self::complete(message)?;
+        let record = self.log.append_locked(&mut guard, build)?;
+        if let Some(data) = &record.data {
+            let facts = LogFacts {
+                last_type: Some(record.kind.clone()),
+                last_ts: Some(record.ts.clone()),
+            };
+            let mut meta = meta::effective_meta(self.paths(), &facts);
+            meta::apply_state_update(&mut meta, &record.from, data);
+            meta::write_meta(self.paths(), &meta)?;
+        }
+        drop(guard);
+        Ok(record)
+    }
+
     /// `broadcast`: `log` with `to` forced to `all`.
     pub fn broadcast(&self, mut message: NewMessage) -> Result<BusMessage> {
         message.to = Some("all".to_owned());
@@ -522,6 +561,38 @@ mod tests {
         })
         .unwrap();
         assert_eq!(bus.effective_meta().unwrap()["status"], "completed");
+    }
+
+    #[test]
+    fn concurrent_state_appends_lose_nothing() {
+        let (_t, bus) = bus();
+        let bus = std::sync::Arc::new(bus);
+        let threads: Vec<_> = (0..4)
+            .map(|w| {
+                let bus = std::sync::Arc::clone(&bus);
+                std::thread::spawn(move || {
+                    for i in 0..25 {
+                        bus.update_state(msg("executor"), |state| {
+                            let mut runs = state
+                                .get("execution_results")
+                                .and_then(Value::as_array)
+                                .cloned()
+                                .unwrap_or_default();
+                            runs.push(json!(format!("{w}-{i}")));
+                            let mut out = Map::new();
+                            out.insert("execution_results".into(), Value::Array(runs));
+                            out
+                        })
+                        .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let state = bus.get_state(Some("executor")).unwrap().unwrap();
+        assert_eq!(state["execution_results"].as_array().unwrap().len(), 100);
     }
 
     #[test]

@@ -243,8 +243,13 @@ impl<'a, B: MessageBus> Team<'a, B> {
         let (role, prefix) = self.role_of(task)?;
         let session = self.valid.dir.display().to_string();
         let bin = self.options.bin_dir.as_deref();
-        let (program, mut args) = if prefix == "IMPL" {
-            let (program, mut lead) = sibling_program("wavecrew-executor", bin);
+        let builtin = match prefix.as_str() {
+            "IMPL" => Some("wavecrew-executor"),
+            "TESTRUN" => Some("wavecrew-testrun"),
+            _ => None,
+        };
+        let (program, mut args) = if let Some(binary) = builtin {
+            let (program, mut lead) = sibling_program(binary, bin);
             lead.extend([
                 "--session".into(),
                 session,

@@ -1,0 +1,434 @@
+//! Seed 002, the team-testing `TESTRUN-*` executor, as a [`Role`].
+//!
+//! * phase 2: the description's `Session:`, `Input:` (the test folder) and
+//!   coverage target (default 80 %); the framework from the bus state
+//!   where ccw really keeps it, `role_state.strategist.test_strategy.
+//!   framework` (the seed read `sharedMemory.test_strategy`, which
+//!   `get_state` never returns), else detected from the project;
+//! * phase 3: the test-fix loop of `wavecrew-validation` (run, rerun
+//!   failures for flakes, fix, at most 3 rounds, revert a round that made
+//!   things worse) with an agent backend as the fixer ("only fix the test
+//!   files"); the record goes to `results/run-<NNN>.json`, numbered per
+//!   session under a lock;
+//! * phase 4: the `state_update` appending to `execution_results`,
+//!   `defect_patterns`, `effective_test_patterns` and `coverage_history`
+//!   under the bus lock, then `tests_passed` / `tests_failed` with
+//!   `data.ref` = the run file and the seed's report text.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock};
+
+use regex::Regex;
+use serde_json::{Map, Value, json};
+use wavecrew_backends::attempts::{TaskAttempts, run_task};
+use wavecrew_backends::config::Config;
+use wavecrew_backends::prompts::fence;
+use wavecrew_backends::routing::resolve_executor;
+use wavecrew_core::role::{PhaseError, Report, Role};
+use wavecrew_core::{Mode, NewMessage, Task, TaskId, TaskStatus};
+use wavecrew_msgbus::Bus;
+use wavecrew_validation::{
+    FixReply, FixRequest, Fixer, Framework, LoopOptions, LoopOutcome, RunResult, TestOptions,
+    TestRunner, run_fix_loop, write_run_result,
+};
+
+/// What a `TESTRUN-*` description says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TestRunSpec {
+    /// `Session: <path>`.
+    pub session: Option<String>,
+    /// `Input: <test folder>`.
+    pub input: Option<String>,
+    /// The coverage target in percent (default 80).
+    pub coverage_target: f64,
+    /// The layer (`L1`, `L2`, `L3`), when the description names one.
+    pub layer: Option<String>,
+}
+
+static FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?im)^\s*(?:-\s*)?(session|input|coverage target)\s*:\s*(.+?)\s*$")
+        .expect("valid regex")
+});
+static LAYER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(L[123])\b").expect("valid regex"));
+
+/// Read the description's fields.
+pub fn parse_description(text: &str) -> TestRunSpec {
+    let mut spec = TestRunSpec {
+        session: None,
+        input: None,
+        coverage_target: 80.0,
+        layer: LAYER.captures(text).map(|c| c[1].to_owned()),
+    };
+    for c in FIELD.captures_iter(text) {
+        let value = c[2].trim().to_owned();
+        match c[1].to_ascii_lowercase().as_str() {
+            "session" => spec.session = Some(value),
+            "input" => spec.input = Some(value),
+            _ => {
+                if let Ok(n) = value.trim_end_matches('%').trim().parse::<f64>() {
+                    spec.coverage_target = n;
+                }
+            }
+        }
+    }
+    spec
+}
+
+/// The framework named by the strategist (`Jest`, `Pytest`, `Vitest`).
+pub fn framework_from_state(state: Option<&Value>) -> Option<Framework> {
+    let name = state?
+        .pointer("/test_strategy/framework")
+        .and_then(Value::as_str)?;
+    match name.to_ascii_lowercase().as_str() {
+        "jest" => Some(Framework::Jest),
+        "vitest" => Some(Framework::Vitest),
+        "pytest" => Some(Framework::Pytest),
+        "cargo" | "cargo test" => Some(Framework::CargoTest),
+        _ => None,
+    }
+}
+
+/// The `TESTRUN-*` role.
+pub struct TestRunRole {
+    /// The project root.
+    pub project_root: PathBuf,
+    /// The session folder.
+    pub session_dir: PathBuf,
+    /// `wavecrew.toml`.
+    pub config: Config,
+    /// The session's bus (state reads and appends).
+    pub bus: Arc<Bus>,
+    /// `--backend`, when given.
+    pub run_backend: Option<String>,
+}
+
+impl std::fmt::Debug for TestRunRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestRunRole")
+            .field("session_dir", &self.session_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The agent that fixes test files.
+struct BackendFixer<'a> {
+    role: &'a TestRunRole,
+    task: &'a Task,
+    backend: String,
+    test_dir: Option<String>,
+}
+
+#[async_trait::async_trait]
+impl Fixer for BackendFixer<'_> {
+    async fn fix(&self, request: &FixRequest) -> wavecrew_validation::Result<FixReply> {
+        let failures: Vec<String> = request
+            .failures
+            .iter()
+            .map(|f| {
+                format!(
+                    "- {} ({}): {}",
+                    f.name,
+                    f.file.as_deref().unwrap_or("?"),
+                    f.message
+                        .as_deref()
+                        .unwrap_or("")
+                        .lines()
+                        .next()
+                        .unwrap_or("")
+                )
+            })
+            .collect();
+        let prompt = format!(
+            "Fix the failing tests of task {} (round {}). Only fix the test files{}; never change the code under test.\n\nPass rate {:.2} (target {:.2}); coverage {} (target {}).\n\nFailing tests:\n{}\n",
+            self.task.id.as_str(),
+            request.round,
+            self.test_dir
+                .as_deref()
+                .map(|d| format!(" (under `{d}`)"))
+                .unwrap_or_default(),
+            request.pass_rate,
+            request.pass_rate_target,
+            request
+                .coverage
+                .map_or_else(|| "unknown".into(), |c| format!("{c:.1}%")),
+            request
+                .coverage_target
+                .map_or_else(|| "none".into(), |c| format!("{c:.0}%")),
+            fence(&failures.join("\n"), "test failures"),
+        );
+        let id = TaskId::new(format!("{}-fix{}", self.task.id.as_str(), request.round))
+            .unwrap_or_else(|_| self.task.id.clone());
+        let render = |_: u32, _: Option<&str>| prompt.clone();
+        let run = run_task(&TaskAttempts {
+            config: &self.role.config,
+            backend: &self.backend,
+            task_id: &id,
+            cwd: &request.root,
+            mode: Mode::Write,
+            session_dir: &self.role.session_dir,
+            prompt: &render,
+            on_event: &|_| {},
+        })
+        .await;
+        Ok(FixReply {
+            summary: run
+                .last()
+                .and_then(|o| o.final_message.clone().or_else(|| o.error.clone()))
+                .unwrap_or_default(),
+        })
+    }
+}
+
+/// What the phases carry.
+#[derive(Debug)]
+pub struct TestRunWork {
+    spec: TestRunSpec,
+    framework: Option<Framework>,
+    backend: String,
+    outcome: Option<LoopOutcome>,
+    record: Option<(PathBuf, RunResult)>,
+}
+
+fn dedup_append(existing: Option<&Value>, more: &[String]) -> Value {
+    let mut list: Vec<Value> = existing
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for m in more {
+        if !list.iter().any(|v| v.as_str() == Some(m)) {
+            list.push(json!(m));
+        }
+    }
+    Value::Array(list)
+}
+
+fn append(existing: Option<&Value>, item: Value) -> Value {
+    let mut list: Vec<Value> = existing
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    list.push(item);
+    Value::Array(list)
+}
+
+/// The seed's report text ("## [executor] Test Execution Results").
+pub fn report_text(task: &Task, r: &RunResult) -> String {
+    let coverage = r
+        .coverage
+        .map_or_else(|| "unknown".into(), |c| format!("{c:.1}%"));
+    let target = r
+        .coverage_target
+        .map_or_else(|| "none".into(), |c| format!("{c:.0}%"));
+    let mut out = format!(
+        "## [executor] Test Execution Results\n\n**Task**: {}\n**Pass Rate**: {:.1}%\n**Coverage**: {coverage} (target: {target})\n**Fix Iterations**: {}/3\n**Status**: {}\n",
+        task.id.as_str(),
+        r.pass_rate * 100.0,
+        r.iterations,
+        if r.passed { "PASSED" } else { "NEEDS REVISION" }
+    );
+    if !r.defect_patterns.is_empty() {
+        out.push_str("\n### Defect Patterns\n");
+        for d in &r.defect_patterns {
+            let _ = writeln!(out, "- {d}");
+        }
+    }
+    if let Some(f) = &r.failure_summary {
+        let _ = write!(out, "\n### Failures\n{f}\n");
+    }
+    out
+}
+
+#[async_trait::async_trait]
+impl Role for TestRunRole {
+    type Work = TestRunWork;
+
+    fn name(&self) -> &'static str {
+        "executor"
+    }
+
+    fn prefix(&self) -> &'static str {
+        "TESTRUN"
+    }
+
+    fn takes(&self, task: &Task) -> bool {
+        task.id.as_str().starts_with("TESTRUN-")
+    }
+
+    fn completion_kind(&self) -> &'static str {
+        "tests_passed"
+    }
+
+    async fn prepare(&self, task: &Task) -> Result<TestRunWork, PhaseError> {
+        let spec = parse_description(&task.description);
+        let state = self
+            .bus
+            .get_state(Some("strategist"))
+            .map_err(|e| PhaseError(format!("message bus: {e}")))?;
+        let framework = framework_from_state(state.as_ref());
+        let decision = resolve_executor(
+            &self.config,
+            self.run_backend.as_deref(),
+            task.executor(),
+            None,
+            &task.description,
+        );
+        Ok(TestRunWork {
+            spec,
+            framework,
+            backend: decision.backend,
+            outcome: None,
+            record: None,
+        })
+    }
+
+    async fn execute(&self, task: &Task, work: &mut TestRunWork) -> Result<(), PhaseError> {
+        let evidence = self
+            .session_dir
+            .join("results")
+            .join("evidence")
+            .join(task.id.as_str());
+        let mut runner = TestRunner::new(
+            &self.project_root,
+            TestOptions {
+                framework: work.framework.clone(),
+                evidence_dir: Some(evidence),
+                ..TestOptions::default()
+            },
+        )
+        .await
+        .map_err(|e| PhaseError(format!("cannot run the tests: {e}")))?;
+        let fixer = BackendFixer {
+            role: self,
+            task,
+            backend: work.backend.clone(),
+            test_dir: work.spec.input.clone(),
+        };
+        let outcome = run_fix_loop(
+            &mut runner,
+            &fixer,
+            &LoopOptions {
+                coverage_target: Some(work.spec.coverage_target),
+                ..LoopOptions::default()
+            },
+        )
+        .await
+        .map_err(|e| PhaseError(format!("the test-fix loop failed: {e}")))?;
+        let record = write_run_result(&self.session_dir, &outcome)
+            .map_err(|e| PhaseError(format!("cannot write the run record: {e}")))?;
+        work.outcome = Some(outcome);
+        work.record = Some(record);
+        Ok(())
+    }
+
+    async fn validate(&self, task: &Task, work: &TestRunWork) -> Report {
+        let Some((path, r)) = &work.record else {
+            return Report::failure("error", task, "no run record");
+        };
+        let rel = path
+            .strip_prefix(&self.project_root)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        let layer = work.spec.layer.clone();
+        let now = jiff::Timestamp::now().to_string();
+        let result = json!({"run_id": r.run_id, "task_id": task.id.as_str(), "pass_rate": r.pass_rate,
+                            "coverage": r.coverage, "passed": r.passed, "ref": rel});
+        let history = json!({"layer": layer, "coverage": r.coverage, "target": r.coverage_target,
+                             "pass_rate": r.pass_rate, "timestamp": now});
+        let (defects, effective) = (r.defect_patterns.clone(), r.effective_patterns.clone());
+        let update = self.bus.update_state(
+            NewMessage {
+                from: "executor".into(),
+                to: Some("coordinator".into()),
+                summary: Some(format!("[executor] state: {} recorded", r.run_id)),
+                ..NewMessage::default()
+            },
+            move |state: &Map<String, Value>| {
+                let mut out = Map::new();
+                out.insert(
+                    "execution_results".into(),
+                    append(state.get("execution_results"), result),
+                );
+                out.insert(
+                    "defect_patterns".into(),
+                    dedup_append(state.get("defect_patterns"), &defects),
+                );
+                out.insert(
+                    "effective_test_patterns".into(),
+                    dedup_append(state.get("effective_test_patterns"), &effective),
+                );
+                out.insert(
+                    "coverage_history".into(),
+                    append(state.get("coverage_history"), history),
+                );
+                out
+            },
+        );
+        if let Err(e) = update {
+            return Report::failure("error", task, &format!("message bus: {e}"));
+        }
+        let coverage = r
+            .coverage
+            .map_or_else(|| "unknown".into(), |c| format!("{c:.1}"));
+        let mut data = Map::new();
+        data.insert("task_id".into(), json!(task.id.as_str()));
+        data.insert("ref".into(), json!(rel));
+        data.insert("run_id".into(), json!(r.run_id));
+        data.insert("pass_rate".into(), json!(r.pass_rate));
+        data.insert("coverage".into(), json!(r.coverage));
+        data.insert("coverage_target".into(), json!(r.coverage_target));
+        data.insert("iterations".into(), json!(r.iterations));
+        data.insert("report".into(), json!(report_text(task, r)));
+        Report {
+            status: TaskStatus::Completed,
+            kind: if r.passed {
+                "tests_passed"
+            } else {
+                "tests_failed"
+            }
+            .into(),
+            summary: format!(
+                "{}: {coverage}% coverage",
+                if r.passed { "PASSED" } else { "FAILED" }
+            ),
+            result: Value::Object(data.clone()),
+            data,
+        }
+    }
+}
+
+/// Where a session's run records go.
+pub fn results_dir(session_dir: &Path) -> PathBuf {
+    session_dir.join("results")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptions_in_the_seeds_shape() {
+        let s = parse_description(
+            "PURPOSE: Execute L1 unit tests\nCONTEXT:\n  - Session: .workflow/.team/TST-login-2026-03-04\n  - Input: tests/L1-unit\n  - Coverage target: 75%\n---\nInnerLoop: true",
+        );
+        assert_eq!(
+            s.session.as_deref(),
+            Some(".workflow/.team/TST-login-2026-03-04")
+        );
+        assert_eq!(s.input.as_deref(), Some("tests/L1-unit"));
+        assert!((s.coverage_target - 75.0).abs() < f64::EPSILON);
+        assert_eq!(s.layer.as_deref(), Some("L1"));
+        assert!((parse_description("run the tests").coverage_target - 80.0).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn the_framework_is_read_where_ccw_keeps_it() {
+        let state = json!({"test_strategy": {"framework": "Pytest"}});
+        assert_eq!(framework_from_state(Some(&state)), Some(Framework::Pytest));
+        // The seed read `sharedMemory.test_strategy` at the root: not there.
+        let root_level =
+            json!({"role_state": {"strategist": {"test_strategy": {"framework": "Vitest"}}}});
+        assert_eq!(framework_from_state(Some(&root_level)), None);
+    }
+}

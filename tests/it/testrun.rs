@@ -1,0 +1,207 @@
+//! `wavecrew-testrun` (seed 002) through `wavecrew run`, on the real pytest
+//! fixture of the validation crate: the test-fix loop with the scripted
+//! agent fixing the test files, `results/run-NNN.json` numbered per
+//! session, the state appended under the bus lock, `tests_passed` with
+//! `data.ref`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+use wavecrew_core::{Task, TaskId, TaskStatus, TaskStore};
+use wavecrew_testkit::bin_path;
+
+use crate::team::{SESSION, project};
+
+fn cache() -> PathBuf {
+    std::env::var_os("WAVECREW_CACHE").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/wavecrew"),
+        PathBuf::from,
+    )
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let target = to.join(e.file_name());
+        if e.path().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_test_fix_loop_on_a_real_pytest_project() {
+    let pytest = cache().join("py/bin/pytest");
+    assert!(
+        pytest.exists(),
+        "run scripts/test.sh: it installs pytest into {}",
+        cache().display()
+    );
+    let fix = json!({"match": {"prompt_contains": "Only fix the test files"}, "steps": [
+        {"replace": {"path": "tests/test_calc.py", "find": "calc.multiply(3, 4) == 12", "with": "calc.multiply(3, 4) == 7"}},
+        {"replace": {"path": "tests/test_calc.py", "find": "calc.find_user(\"bob\").name == \"Bob\"", "with": "calc.find_user(\"ada\")[\"name\"] == \"Ada Lovelace\""}},
+        {"say": "fixed two expectations in tests/test_calc.py"}
+    ]});
+    let p = project(&[], &json!([fix]), "");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../crates/validation/tests/fixtures/pytest-project"),
+        p.root(),
+    );
+    // A passing test whose name says FAIL: the seed's "output lacks FAIL" rule failed the run.
+    std::fs::write(
+        p.root().join("tests/test_names.py"),
+        "def test_reports_FAILED_status():\n    assert True\n",
+    )
+    .unwrap();
+    let s = p.session();
+    std::fs::create_dir_all(s.join("roles")).unwrap();
+    std::fs::write(
+        s.join("roles/executor.md"),
+        crate::team::role_file("executor"),
+    )
+    .unwrap();
+    std::fs::write(
+        s.join("team-session.json"),
+        json!({"session_id": SESSION, "task_description": "test the calculator", "status": "active",
+               "roles": [{"name": "executor", "prefix": "TESTRUN", "inner_loop": true, "role_file": "roles/executor.md"}]})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        s.join("task-analysis.json"),
+        json!({"dependency_graph": {"TESTRUN-001": {"depends_on": [], "role": "executor"},
+                                    "TESTRUN-002": {"depends_on": ["TESTRUN-001"], "role": "executor"}}})
+        .to_string(),
+    )
+    .unwrap();
+    for (id, target) in [("TESTRUN-001", 50), ("TESTRUN-002", 50)] {
+        let mut t = Task::new(
+            TaskId::new(id).unwrap(),
+            id,
+            format!(
+                "PURPOSE: Execute L1 unit tests\nCONTEXT:\n  - Session: .workflow/.team/{SESSION}\n  - Input: tests\n  - Coverage target: {target}%"
+            ),
+        );
+        t.owner = Some("executor".into());
+        if id == "TESTRUN-002" {
+            t.blocked_by = vec![TaskId::new("TESTRUN-001").unwrap()];
+        }
+        p.store().create(t).unwrap();
+    }
+    let wavecrew = bin_path("wavecrew");
+    let path = format!(
+        "{}:{}",
+        pytest.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let strategist = Command::new(&wavecrew)
+        .args([
+            "msg",
+            "log",
+            "--session-id",
+            SESSION,
+            "--from",
+            "strategist",
+            "--type",
+            "state_update",
+            "--summary",
+            "strategy",
+            "--data",
+            r#"{"test_strategy": {"framework": "Pytest"}}"#,
+        ])
+        .current_dir(p.root())
+        .output()
+        .unwrap();
+    assert!(strategist.status.success());
+    let out = Command::new(&wavecrew)
+        .args(["run", s.to_str().unwrap(), "--max-parallel", "1"])
+        .current_dir(p.root())
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{stderr}\n{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    for id in ["TESTRUN-001", "TESTRUN-002"] {
+        assert_eq!(p.status(id), TaskStatus::Completed);
+    }
+    let run1: Value =
+        serde_json::from_slice(&std::fs::read(s.join("results/run-001.json")).unwrap()).unwrap();
+    let run2: Value =
+        serde_json::from_slice(&std::fs::read(s.join("results/run-002.json")).unwrap()).unwrap();
+    assert_eq!(run1["run_id"], "run-001");
+    assert_eq!(run1["iterations"], 1, "one fix round: {run1:#}");
+    assert_eq!(run1["passed"], true, "{run1:#}");
+    assert_eq!(run1["flaky"].as_array().unwrap().len(), 1, "{run1:#}");
+    assert_eq!(run2["iterations"], 0, "already fixed: {run2:#}");
+    let keys: Vec<&str> = run1
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .take(11)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "run_id",
+            "pass_rate",
+            "coverage",
+            "coverage_target",
+            "iterations",
+            "passed",
+            "failure_summary",
+            "defect_patterns",
+            "effective_patterns",
+            "timestamp",
+            "framework"
+        ],
+        "ccw's field order first"
+    );
+    let log = p.bus_log();
+    let passed: Vec<&Value> = log.iter().filter(|m| m["type"] == "tests_passed").collect();
+    assert_eq!(passed.len(), 2);
+    assert!(
+        passed[0]["data"]["ref"]
+            .as_str()
+            .unwrap()
+            .ends_with("results/run-001.json")
+    );
+    assert!(
+        passed[0]["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("[executor] PASSED: ")
+    );
+    assert!(
+        passed[0]["data"]["report"]
+            .as_str()
+            .unwrap()
+            .contains("## [executor] Test Execution Results")
+    );
+    let state: Value =
+        serde_json::from_slice(&std::fs::read(s.join(".msg/meta.json")).unwrap()).unwrap();
+    let executor = &state["role_state"]["executor"];
+    assert_eq!(
+        executor["execution_results"].as_array().unwrap().len(),
+        2,
+        "{executor:#}"
+    );
+    assert_eq!(executor["coverage_history"].as_array().unwrap().len(), 2);
+    assert_eq!(executor["coverage_history"][0]["layer"], "L1");
+    assert!(
+        executor["defect_patterns"].is_array() && executor["effective_test_patterns"].is_array()
+    );
+    assert_eq!(
+        state["role_state"]["strategist"]["test_strategy"]["framework"], "Pytest",
+        "the strategist's state is kept"
+    );
+}
