@@ -6,6 +6,7 @@ mod crash;
 mod executor;
 mod msg;
 mod plan;
+mod planex;
 mod scripted;
 mod team;
 mod testrun;

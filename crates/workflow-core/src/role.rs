@@ -94,6 +94,11 @@ pub trait Role: Send + Sync {
     ) -> std::result::Result<(), PhaseError>;
     /// Phase 4: check the work and say how the task ended.
     async fn validate(&self, task: &Task, work: &Self::Work) -> Report;
+    /// Who the role's records go to (`coordinator`; planex: `planner`).
+    #[allow(clippy::unnecessary_literal_bound)] // implementations may borrow from self
+    fn report_to(&self) -> &str {
+        "coordinator"
+    }
     /// The bus type of this role's success record (`task_complete`): a
     /// claimed task that already has one was finished by a worker killed
     /// before it could update the store, and is not done again.
@@ -248,7 +253,7 @@ where
         .await;
         let message = NewMessage {
             from: role.name().to_owned(),
-            to: Some("coordinator".into()),
+            to: Some(role.report_to().to_owned()),
             kind: Some(report.kind.clone()),
             summary: Some(format!("{} {}", role.tag(), report.summary)),
             data: Some(report.data.clone()),

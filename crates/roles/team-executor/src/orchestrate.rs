@@ -243,9 +243,11 @@ impl<'a, B: MessageBus> Team<'a, B> {
         let (role, prefix) = self.role_of(task)?;
         let session = self.valid.dir.display().to_string();
         let bin = self.options.bin_dir.as_deref();
+        let session_id = self.valid.session.session_id.as_str();
         let builtin = match prefix.as_str() {
             "IMPL" => Some("wavecrew-executor"),
             "TESTRUN" => Some("wavecrew-testrun"),
+            "EXEC" if session_id.starts_with("PEX-") => Some("wavecrew-planex"),
             _ => None,
         };
         let (program, mut args) = if let Some(binary) = builtin {

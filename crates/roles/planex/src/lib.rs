@@ -1,0 +1,627 @@
+//! Seed 003, the team-planex `EXEC-*` executor, as a [`Role`].
+//!
+//! * phase 2: the issue id in every format ccw produces
+//!   (`ISS-YYYYMMDD-NNN`, `ISS-YYYYMMDDHHMMSS`, `ISS-<base36>-<hex>`,
+//!   `GH-<n>`; the seed's regex matched none of them); the solution from
+//!   the description's `solution_file:` (also the planner's bold
+//!   `**solution_file**:`), else the bound solution of the issue store;
+//!   `execution_method` and `code_review` by the seed's tables; the issue
+//!   set `executing`;
+//! * phase 3: the planex prompt (issue text fenced as untrusted data)
+//!   through the backend, attempts kept under `attempts/planex-<issueId>/`
+//!   so a second run resumes the same native session;
+//! * phase 4: the project's tests through `wavecrew-validation`, an
+//!   optional review, then `git commit` of exactly the files the attempts
+//!   changed (`feat(<issueId>): <title>`, with a `Wavecrew-Task:` trailer:
+//!   a resumed task finds its commit and never commits twice), the issue
+//!   `completed`, and `impl_complete` / `impl_failed` (with the resume
+//!   command) to the planner.
+
+pub mod issues;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::{Map, Value, json};
+use wavecrew_backends::attempts::{TaskAttempts, TaskRun, run_task};
+use wavecrew_backends::config::Config;
+use wavecrew_backends::prompts::Prompts;
+use wavecrew_backends::routing::{Decision, resolve_execution_method};
+use wavecrew_core::role::{PhaseError, Report, Role};
+use wavecrew_core::{Mode, Task, TaskId, TaskStatus};
+
+use crate::issues::IssueStore;
+
+static ISSUE_ID: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b(ISS-\d{8}-\d{3,6}|ISS-\d{14}|ISS-[0-9a-z]{6,}-[0-9a-f]{8}|GH-\d+)\b")
+        .expect("valid regex")
+});
+
+static FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?im)^\s*(?:[-*]\s*)?\**\s*(issue|solution_file|execution_method|code_review)\s*\**\s*:\s*\**\s*(.+?)\s*$")
+        .expect("valid regex")
+});
+
+/// What an `EXEC-*` description says.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExecSpec {
+    /// The issue id.
+    pub issue: Option<String>,
+    /// `solution_file:`.
+    pub solution_file: Option<String>,
+    /// `execution_method:` (Agent, Codex, Gemini, Auto).
+    pub execution_method: Option<String>,
+    /// `code_review:` (Skip, Gemini Review, Codex Review, Agent Review).
+    pub code_review: Option<String>,
+}
+
+/// Find an issue id in any of ccw's formats.
+pub fn find_issue_id(text: &str) -> Option<String> {
+    ISSUE_ID.captures(text).map(|c| c[1].to_owned())
+}
+
+/// Read the description (plain and the planner's bold form).
+pub fn parse_description(subject: &str, text: &str) -> ExecSpec {
+    let mut spec = ExecSpec::default();
+    for c in FIELD.captures_iter(text) {
+        let value = c[2].trim().trim_matches('`').to_owned();
+        match c[1].to_ascii_lowercase().as_str() {
+            "issue" => spec.issue = find_issue_id(&value),
+            "solution_file" => spec.solution_file = Some(value),
+            "execution_method" => spec.execution_method = Some(value),
+            _ => spec.code_review = Some(value),
+        }
+    }
+    if spec.issue.is_none() {
+        spec.issue = find_issue_id(subject).or_else(|| find_issue_id(text));
+    }
+    spec
+}
+
+/// The solution in a planner artifact, whatever era wrote it: HEAD's
+/// `{solution: {...}}`, a `bound` object, or the seed era's solution spread
+/// at the top level.
+pub fn solution_of_artifact(v: &Value) -> Option<Map<String, Value>> {
+    if let Some(s) = v.get("solution").and_then(Value::as_object) {
+        return Some(s.clone());
+    }
+    if let Some(b) = v.get("bound").and_then(Value::as_object) {
+        return Some(b.clone());
+    }
+    let o = v.as_object()?;
+    o.get("tasks").and_then(Value::as_array).map(|_| o.clone())
+}
+
+/// The planex role.
+pub struct PlanexRole {
+    /// The project root (a git work tree).
+    pub project_root: PathBuf,
+    /// The session folder.
+    pub session_dir: PathBuf,
+    /// `wavecrew.toml`.
+    pub config: Config,
+    /// `--backend`, when given.
+    pub run_backend: Option<String>,
+    prompts: Prompts,
+}
+
+impl std::fmt::Debug for PlanexRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PlanexRole")
+            .field("session_dir", &self.session_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PlanexRole {
+    /// The role for a session.
+    pub fn new(project_root: PathBuf, session_dir: PathBuf, config: Config) -> Self {
+        PlanexRole {
+            project_root,
+            session_dir,
+            config,
+            run_backend: None,
+            prompts: Prompts::new(),
+        }
+    }
+
+    fn git(&self, args: &[&str]) -> Result<String, String> {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&self.project_root)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("git {}: {e}", args.join(" ")))?;
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!(
+                "git {}: {}",
+                args.first().unwrap_or(&""),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+
+    fn trailer(&self, task: &Task) -> String {
+        let session = self
+            .session_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!("Wavecrew-Task: {session}/{}", task.id.as_str())
+    }
+
+    /// The commit an earlier run of this task made, if any.
+    pub fn earlier_commit(&self, task: &Task) -> Option<String> {
+        let out = self
+            .git(&[
+                "log",
+                "--format=%H",
+                "--fixed-strings",
+                &format!("--grep={}", self.trailer(task)),
+            ])
+            .ok()?;
+        out.lines().next().map(str::to_owned)
+    }
+}
+
+/// What the phases carry.
+#[derive(Debug)]
+pub struct PlanexWork {
+    spec: ExecSpec,
+    issue_id: String,
+    issue: Map<String, Value>,
+    solution: Map<String, Value>,
+    decision: Decision,
+    review: String,
+    run: Option<TaskRun>,
+    committed: Option<String>,
+}
+
+fn solution_tasks(solution: &Map<String, Value>) -> Vec<Value> {
+    solution
+        .get("tasks")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[async_trait::async_trait]
+impl Role for PlanexRole {
+    type Work = PlanexWork;
+
+    fn name(&self) -> &'static str {
+        "executor"
+    }
+
+    fn prefix(&self) -> &'static str {
+        "EXEC"
+    }
+
+    fn takes(&self, task: &Task) -> bool {
+        task.id.as_str().starts_with("EXEC-")
+    }
+
+    fn report_to(&self) -> &'static str {
+        "planner"
+    }
+
+    fn completion_kind(&self) -> &'static str {
+        "impl_complete"
+    }
+
+    fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
+        let mut report = Report::failure("impl_failed", task, &error.0);
+        let issue = parse_description(&task.subject, &task.description).issue;
+        report.data.insert("issue_id".into(), json!(issue));
+        report.data.insert(
+            "resume".into(),
+            json!(format!(
+                "wavecrew-planex --session {} --task {}",
+                self.session_dir.display(),
+                task.id.as_str()
+            )),
+        );
+        report.result = Value::Object(report.data.clone());
+        report
+    }
+
+    async fn prepare(&self, task: &Task) -> Result<PlanexWork, PhaseError> {
+        let spec = parse_description(&task.subject, &task.description);
+        let Some(issue_id) = spec.issue.clone() else {
+            return Err(PhaseError(format!(
+                "{}: no issue id (ISS-YYYYMMDD-NNN, ISS-YYYYMMDDHHMMSS, ISS-<base36>-<hex> or GH-<n>) in the subject or description",
+                task.id.as_str()
+            )));
+        };
+        let store = IssueStore::new(&self.project_root);
+        let solution = match &spec.solution_file {
+            Some(file) => {
+                let path = [self.project_root.join(file), self.session_dir.join(file)]
+                    .into_iter()
+                    .find(|p| p.is_file())
+                    .ok_or_else(|| PhaseError(format!("solution_file {file}: not found")))?;
+                let v: Value = serde_json::from_slice(
+                    &std::fs::read(&path)
+                        .map_err(|e| PhaseError(format!("{}: {e}", path.display())))?,
+                )
+                .map_err(|e| PhaseError(format!("{}: {e}", path.display())))?;
+                solution_of_artifact(&v).ok_or_else(|| {
+                    PhaseError(format!("{}: no solution with tasks in it", path.display()))
+                })?
+            }
+            None => store
+                .bound_solution(&issue_id)
+                .map_err(|e| PhaseError(e.to_string()))?
+                .ok_or_else(|| PhaseError(format!("issue {issue_id} has no bound solution")))?,
+        };
+        let issue = store.issue(&issue_id).unwrap_or_default();
+        let decision = resolve_execution_method(
+            &self.config,
+            self.run_backend.as_deref(),
+            spec.execution_method.as_deref(),
+            solution_tasks(&solution).len(),
+        );
+        let review = spec.code_review.clone().unwrap_or_else(|| "Skip".into());
+        let committed = self.earlier_commit(task);
+        if committed.is_none()
+            && let Err(e) = store.set_status(&issue_id, "executing")
+        {
+            tracing::warn!("issue {issue_id}: cannot set executing: {e}");
+        }
+        Ok(PlanexWork {
+            spec,
+            issue_id,
+            issue,
+            solution,
+            decision,
+            review,
+            run: None,
+            committed,
+        })
+    }
+
+    async fn execute(&self, task: &Task, work: &mut PlanexWork) -> Result<(), PhaseError> {
+        if work.committed.is_some() {
+            // A resumed task whose work is already committed: report only.
+            return Ok(());
+        }
+        let tasks: Vec<Value> = solution_tasks(&work.solution)
+            .into_iter()
+            .map(|t| {
+                json!({
+                    "id": t.get("id").and_then(Value::as_str).unwrap_or("T?"),
+                    "title": t.get("title").and_then(Value::as_str).unwrap_or(""),
+                    "description": t.get("description").or_else(|| t.get("action")).and_then(Value::as_str).unwrap_or(""),
+                    "files": t.get("files").and_then(Value::as_array).map(|f| f.iter().filter_map(|x| x.get("path").and_then(Value::as_str).or_else(|| x.as_str())).collect::<Vec<_>>()).unwrap_or_default(),
+                })
+            })
+            .collect();
+        let issue_body = work
+            .issue
+            .get("context")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let title = work
+            .issue
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or(task.title())
+            .to_owned();
+        let max_attempts = self.config.routing.max_retries + 1;
+        let solution_id = work
+            .solution
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("(unnamed)")
+            .to_owned();
+        let description = work
+            .solution
+            .get("description")
+            .or_else(|| work.solution.get("approach"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let render = |n: u32, error: Option<&str>| {
+            self.prompts
+                .render(
+                    "planex",
+                    &json!({
+                        "issue": {"id": work.issue_id, "title": title, "body": issue_body},
+                        "solution": {"id": solution_id, "description": description, "tasks": tasks},
+                        "cwd": self.project_root.display().to_string(),
+                        "test_command": Value::Null,
+                        "previous_error": error,
+                        "attempt": n,
+                        "max_attempts": max_attempts,
+                    }),
+                )
+                .unwrap_or_else(|e| e.to_string())
+        };
+        let execution = TaskId::new(format!("planex-{}", work.issue_id))
+            .map_err(|e| PhaseError(e.to_string()))?;
+        let run = run_task(&TaskAttempts {
+            config: &self.config,
+            backend: &work.decision.backend,
+            task_id: &execution,
+            cwd: &self.project_root,
+            mode: Mode::Write,
+            session_dir: &self.session_dir,
+            prompt: &render,
+            on_event: &|_| {},
+        })
+        .await;
+        let failure = (!run.success).then(|| run.failure.clone().unwrap_or_default());
+        work.run = Some(run);
+        match failure {
+            Some(f) => Err(PhaseError(f)),
+            None => Ok(()),
+        }
+    }
+
+    async fn validate(&self, task: &Task, work: &PlanexWork) -> Report {
+        let files = work
+            .run
+            .as_ref()
+            .map(TaskRun::files_changed)
+            .unwrap_or_default();
+        let mut data = Map::new();
+        data.insert("task_id".into(), json!(task.id.as_str()));
+        data.insert("issue_id".into(), json!(work.issue_id));
+        data.insert(
+            "solution_id".into(),
+            json!(work.solution.get("id").and_then(Value::as_str)),
+        );
+        data.insert("executor".into(), json!(work.decision.backend));
+        data.insert("execution_decision".into(), json!(work.decision));
+        data.insert("code_review".into(), json!(work.review));
+        data.insert("files_changed".into(), json!(files));
+        let commit = if let Some(c) = &work.committed {
+            Some(c.clone())
+        } else {
+            // Tests, through the validation crate, when the project has any.
+            if let Ok(mut runner) = wavecrew_validation::TestRunner::new(
+                &self.project_root,
+                wavecrew_validation::TestOptions {
+                    coverage: false,
+                    ..wavecrew_validation::TestOptions::default()
+                },
+            )
+            .await
+            {
+                match runner.run().await {
+                    Ok(run) => {
+                        let failed = run.report.failures().count();
+                        data.insert(
+                            "tests".into(),
+                            json!({"framework": run.framework.name(), "passed": run.report.counts.passed,
+                                   "failed": failed, "command": run.command}),
+                        );
+                        if failed > 0 {
+                            let first: Vec<String> = run
+                                .report
+                                .failures()
+                                .take(5)
+                                .map(|c| {
+                                    format!(
+                                        "{}: {}",
+                                        c.name,
+                                        c.message
+                                            .as_deref()
+                                            .unwrap_or("")
+                                            .lines()
+                                            .next()
+                                            .unwrap_or("")
+                                    )
+                                })
+                                .collect();
+                            let mut r = self.failure_report(
+                                task,
+                                &PhaseError(format!(
+                                    "{failed} test(s) failed:\n{}",
+                                    first.join("\n")
+                                )),
+                            );
+                            r.data.extend(data);
+                            r.result = Value::Object(r.data.clone());
+                            return r;
+                        }
+                    }
+                    Err(e) => {
+                        data.insert("tests".into(), json!({"error": e.to_string()}));
+                    }
+                }
+            }
+            if work.review != "Skip" && !work.review.is_empty() {
+                let backend = if work.review.to_ascii_lowercase().starts_with("codex") {
+                    "codex"
+                } else if work.review.to_ascii_lowercase().starts_with("gemini") {
+                    "gemini"
+                } else {
+                    work.decision.backend.as_str()
+                };
+                let id = TaskId::new(format!("planex-review-{}", work.issue_id))
+                    .unwrap_or_else(|_| task.id.clone());
+                let prompt = self
+                    .prompts
+                    .render(
+                        "review",
+                        &json!({"task": {"id": task.id.as_str(), "title": task.title(), "description": task.description,
+                                          "acceptance_criteria": []},
+                                "cwd": self.project_root.display().to_string()}),
+                    )
+                    .unwrap_or_default();
+                let render = |_: u32, _: Option<&str>| prompt.clone();
+                let review = run_task(&TaskAttempts {
+                    config: &self.config,
+                    backend,
+                    task_id: &id,
+                    cwd: &self.project_root,
+                    mode: Mode::Review,
+                    session_dir: &self.session_dir,
+                    prompt: &render,
+                    on_event: &|_| {},
+                })
+                .await;
+                data.insert(
+                    "review".into(),
+                    json!({"backend": backend, "success": review.success,
+                           "verdict": review.last().and_then(|o| o.final_message.clone())}),
+                );
+            }
+            let title = work
+                .issue
+                .get("title")
+                .and_then(Value::as_str)
+                .unwrap_or(task.title())
+                .to_owned();
+            match self.commit(task, &work.issue_id, &title, &files) {
+                Ok(c) => c,
+                Err(e) => {
+                    let mut r = self.failure_report(task, &PhaseError(e));
+                    r.data.extend(data);
+                    r.result = Value::Object(r.data.clone());
+                    return r;
+                }
+            }
+        };
+        data.insert("commit".into(), json!(commit));
+        let status_note =
+            match IssueStore::new(&self.project_root).set_status(&work.issue_id, "completed") {
+                Ok(()) => "completed".to_owned(),
+                Err(e) => format!("not updated: {e}"),
+            };
+        data.insert("issue_status".into(), json!(status_note));
+        let backend = work
+            .run
+            .as_ref()
+            .and_then(TaskRun::last)
+            .map_or_else(|| work.decision.backend.clone(), |o| o.backend.clone());
+        data.insert(
+            "report".into(),
+            json!(format!(
+                "## [executor] Implementation Complete\n\n**Issue**: {}\n**Executor**: {backend}\n**Solution**: {}\n**Code Review**: {}\n**Commit**: {}\n**Issue Status**: {status_note}\n",
+                work.issue_id,
+                work.solution.get("id").and_then(Value::as_str).unwrap_or("-"),
+                work.review,
+                commit.as_deref().unwrap_or("nothing to commit"),
+            )),
+        );
+        let _ = &work.spec;
+        Report {
+            status: TaskStatus::Completed,
+            kind: "impl_complete".into(),
+            summary: format!("EXEC complete: {} ({backend})", work.issue_id),
+            result: Value::Object(data.clone()),
+            data,
+        }
+    }
+}
+
+impl PlanexRole {
+    /// Commit exactly `files` (nothing else that happens to be staged or
+    /// dirty) with `feat(<issue>): <title>` and this task's trailer.
+    fn commit(
+        &self,
+        task: &Task,
+        issue: &str,
+        title: &str,
+        files: &[String],
+    ) -> Result<Option<String>, String> {
+        if files.is_empty() {
+            return Ok(None);
+        }
+        let mut add = vec!["add", "--all", "--"];
+        add.extend(files.iter().map(String::as_str));
+        self.git(&add)?;
+        let message = format!("feat({issue}): {title}\n\n{}\n", self.trailer(task));
+        let mut commit = vec![
+            "-c",
+            "user.name=wavecrew",
+            "-c",
+            "user.email=wavecrew@localhost",
+            "commit",
+            "--quiet",
+            "-m",
+            &message,
+            "--",
+        ];
+        commit.extend(files.iter().map(String::as_str));
+        self.git(&commit)?;
+        Ok(Some(self.git(&["rev-parse", "HEAD"])?.trim().to_owned()))
+    }
+}
+
+/// Whether the planner has sent `all_planned` (its last wave is out).
+pub fn all_planned(messages: &[wavecrew_core::BusMessage]) -> bool {
+    messages
+        .iter()
+        .any(|m| m.kind == "all_planned" && m.from == "planner")
+}
+
+/// The session folder's name.
+pub fn session_name(dir: &Path) -> String {
+    dir.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn issue_ids_in_every_format_ccw_produces() {
+        for id in [
+            "ISS-20260226-001",
+            "ISS-20260226143015",
+            "ISS-lx2k9f0a-1a2b3c4d",
+            "GH-42",
+            "ISS-20260226-000123",
+        ] {
+            assert_eq!(
+                find_issue_id(&format!("EXEC-W1-{id}: Implement x")).as_deref(),
+                Some(id),
+                "{id}"
+            );
+        }
+        // The seed's regex `ISS-\d{8}-\d{6}` matched none of the first three.
+        let seed = Regex::new(r"ISS-\d{8}-\d{6}").unwrap();
+        assert!(!seed.is_match("ISS-20260226-001"));
+        assert_eq!(find_issue_id("no issue here"), None);
+    }
+
+    #[test]
+    fn the_planners_bold_fields_are_read() {
+        let spec = parse_description(
+            "EXEC-W1-ISS-20260226-001: Implement login",
+            "## Execution Task\n**Wave**: 1\n**Issue**: ISS-20260226-001\n**solution_file**: artifacts/solutions/ISS-20260226-001.json\n**execution_method**: Codex\n**code_review**: Skip",
+        );
+        assert_eq!(spec.issue.as_deref(), Some("ISS-20260226-001"));
+        assert_eq!(
+            spec.solution_file.as_deref(),
+            Some("artifacts/solutions/ISS-20260226-001.json")
+        );
+        assert_eq!(spec.execution_method.as_deref(), Some("Codex"));
+        assert_eq!(spec.code_review.as_deref(), Some("Skip"));
+        let plain = parse_description("EXEC-1", "solution_file: a.json\nexecution_method: Auto");
+        assert_eq!(plain.solution_file.as_deref(), Some("a.json"));
+    }
+
+    #[test]
+    fn solutions_of_every_era() {
+        let head = json!({"session_id": "s", "solution": {"id": "SOL-1", "tasks": []}});
+        assert_eq!(solution_of_artifact(&head).unwrap()["id"], "SOL-1");
+        let spread = json!({"session_id": "s", "id": "SOL-2", "tasks": [{"id": "T1"}]});
+        assert_eq!(solution_of_artifact(&spread).unwrap()["id"], "SOL-2");
+        let summary = json!({"bound": [{"issue_id": "x"}]});
+        assert!(
+            solution_of_artifact(&summary).is_none(),
+            "a list of ids is not a plan"
+        );
+    }
+}
