@@ -7,6 +7,7 @@ pub mod executor;
 pub mod exit;
 pub mod output;
 pub mod planex;
+pub mod roadmap;
 pub mod scripted_agent;
 pub mod team;
 pub mod testrun;
@@ -86,6 +87,7 @@ pub fn wavecrew_main() -> ExitCode {
             "__wavecrew-team" => return team::team_main_from(rest()),
             "__wavecrew-testrun" => return testrun::testrun_main_from(rest()),
             "__wavecrew-planex" => return planex::planex_main_from(rest()),
+            "__wavecrew-roadmap" => return roadmap::roadmap_main_from(rest()),
             "__wavecrew-scripted-agent" => return scripted_agent::scripted_agent_main_from(rest()),
             _ => {}
         }

@@ -64,6 +64,14 @@ fn run(args: &TestRunArgs) -> CmdResult {
     for id in &summary.completed {
         output::line(&format!("[executor] {} completed", id.as_str()));
     }
+    for id in &summary.failed {
+        let why = wavecrew_core::TaskStore::get(&ctx.store, id)
+            .ok()
+            .and_then(|t| t.result)
+            .and_then(|r| r.get("error").and_then(|e| e.as_str()).map(str::to_owned))
+            .unwrap_or_default();
+        output::error(&format!("[executor] {} failed: {why}", id.as_str()));
+    }
     if let Some(why) = &summary.not_taken {
         output::error(why);
         return Ok(Exit::Failed);

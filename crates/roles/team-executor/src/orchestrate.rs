@@ -248,6 +248,7 @@ impl<'a, B: MessageBus> Team<'a, B> {
             "IMPL" => Some("wavecrew-executor"),
             "TESTRUN" => Some("wavecrew-testrun"),
             "EXEC" if session_id.starts_with("PEX-") => Some("wavecrew-planex"),
+            "EXEC" if session_id.starts_with("RD-") => Some("wavecrew-roadmap"),
             _ => None,
         };
         let (program, mut args) = if let Some(binary) = builtin {

@@ -1,0 +1,721 @@
+//! Seed 004, the roadmap-dev `EXEC-*` executor, as a [`Role`].
+//!
+//! * phase 2: the phase (`- Folder:` / `- Phase:` as the coordinator
+//!   writes them, or `Session:` / `Phase:`), its tasks from
+//!   `phase-<N>/.task/IMPL-*.json` (the roadmap task shape), waves through
+//!   the scheduler (cycles broken as the seed does; an unknown dependency is
+//!   an error, not a silent serialisation), the resume check (a task with
+//!   its `summary-<ID>.md` is done; all done → report only), and the
+//!   summaries of earlier phases as context;
+//! * phase 3: the tasks of each wave run in parallel through the
+//!   dispatcher, whose file-overlap gate keeps two tasks that touch the
+//!   same file apart (the seed ran them one by one and let the last write
+//!   win); the seed's strategy table decides how prompts are batched
+//!   (≤ 2 tasks in a wave: one attempt each; 3–5: one attempt for the
+//!   wave; more: one attempt per module); `exec_progress` after each wave;
+//!   `summary-<ID>.md` per task with its §2.6 frontmatter written by a YAML
+//!   serializer;
+//! * phase 4: every affected file exists, the syntax check passes, then
+//!   `exec_complete`.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+use std::time::Instant;
+
+use regex::Regex;
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+use wavecrew_backends::attempts::{TaskAttempts, run_task};
+use wavecrew_backends::config::Config;
+use wavecrew_backends::prompts::Prompts;
+use wavecrew_backends::routing::resolve_executor;
+use wavecrew_core::role::{PhaseError, Report, Role};
+use wavecrew_core::{Mode, NewMessage, Task, TaskId, TaskStatus};
+use wavecrew_msgbus::Bus;
+use wavecrew_scheduler::{
+    BuildOptions, CyclePolicy, Dag, DispatchOptions, Dispatcher, RunOutcome, TaskNode, TaskRunner,
+};
+use wavecrew_validation::{CheckStatus, SyntaxOptions, check_syntax};
+
+static FIELD: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"(?im)^\s*(?:-\s*)?(folder|session|phase)\s*:\s*(.+?)\s*$").expect("valid regex")
+});
+
+/// Where and which phase an `EXEC-*` task is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PhaseSpec {
+    /// The session folder, as written (`Folder:` or `Session:`).
+    pub folder: Option<String>,
+    /// The phase number.
+    pub phase: u32,
+}
+
+/// Read `- Folder:` / `- Phase:` (or `Session:` / `Phase:`); without a
+/// phase line, `EXEC-N01` means phase N.
+pub fn parse_description(task: &Task) -> Option<PhaseSpec> {
+    let mut folder = None;
+    let mut phase = None;
+    for c in FIELD.captures_iter(&task.description) {
+        let v = c[2].trim().trim_matches('`').to_owned();
+        match c[1].to_ascii_lowercase().as_str() {
+            "phase" => phase = v.parse().ok(),
+            _ => folder = Some(v),
+        }
+    }
+    let phase = phase.or_else(|| {
+        let n = task.id.number()?;
+        u32::try_from(n / 100).ok().filter(|p| *p > 0)
+    })?;
+    Some(PhaseSpec { folder, phase })
+}
+
+/// The frontmatter of `summary-<ID>.md` (§2.6), serialized as YAML: quotes
+/// escaped, empty lists as `[]`, `completed` with its zone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SummaryFront {
+    /// The phase.
+    pub phase: u32,
+    /// The task id.
+    pub task: String,
+    /// Its title.
+    pub title: String,
+    /// Its dependencies.
+    pub requires: Vec<String>,
+    /// What it provides (itself).
+    pub provides: Vec<String>,
+    /// The files it affects.
+    pub affects: Vec<String>,
+    /// Always empty at write time.
+    #[serde(rename = "tech-stack")]
+    pub tech_stack: Vec<String>,
+    /// The key files (= affects).
+    #[serde(rename = "key-files")]
+    pub key_files: Vec<String>,
+    /// Always empty at write time.
+    #[serde(rename = "key-decisions")]
+    pub key_decisions: Vec<String>,
+    /// Always empty at write time.
+    #[serde(rename = "patterns-established")]
+    pub patterns_established: Vec<String>,
+    /// `pending` until the verifier runs.
+    #[serde(rename = "convergence-met")]
+    pub convergence_met: String,
+    /// `<minutes>m`, one decimal (the seed rounded fast tasks to `0m`).
+    pub duration: String,
+    /// RFC 3339 with the zone.
+    pub completed: String,
+}
+
+/// A whole `summary-<ID>.md`.
+pub fn summary_markdown(front: &SummaryFront, result: &str, criteria: &[String]) -> String {
+    let yaml = serde_norway::to_string(front).unwrap_or_default();
+    let mut out = format!(
+        "---\n{yaml}---\n\n# Summary: {} - {}\n\n## Implementation Result\n\n{}\n\n## Files Affected\n\n",
+        front.task,
+        front.title,
+        result.trim()
+    );
+    for f in &front.affects {
+        let _ = writeln!(out, "- `{f}`");
+    }
+    out.push_str("\n## Convergence Criteria\n\n");
+    for c in criteria {
+        let _ = writeln!(out, "- [ ] {c}");
+    }
+    out
+}
+
+/// The seed's strategy table: how the tasks of one wave are grouped into
+/// attempts.
+pub fn batch_wave(tasks: &[Task]) -> Vec<Vec<Task>> {
+    match tasks.len() {
+        0 => Vec::new(),
+        1 | 2 => tasks.iter().map(|t| vec![t.clone()]).collect(),
+        3..=5 => vec![tasks.to_vec()],
+        _ => {
+            let mut by_module: BTreeMap<String, Vec<Task>> = BTreeMap::new();
+            for t in tasks {
+                by_module.entry(module_of(t)).or_default().push(t.clone());
+            }
+            by_module.into_values().collect()
+        }
+    }
+}
+
+/// A task's module: `meta.module`, else the folder of the first file it
+/// lists (in the order written: the first is its main file).
+pub fn module_of(task: &Task) -> String {
+    if let Some(m) = task
+        .extra
+        .get("meta")
+        .and_then(|m| m.get("module"))
+        .and_then(Value::as_str)
+    {
+        return m.to_owned();
+    }
+    let first = task
+        .extra
+        .get("files")
+        .and_then(Value::as_array)
+        .and_then(|f| f.first())
+        .and_then(|f| f.get("path").and_then(Value::as_str).or_else(|| f.as_str()))
+        .map(str::to_owned)
+        .or_else(|| task.files().into_iter().next());
+    first
+        .and_then(|f| Path::new(&f).parent().map(|p| p.display().to_string()))
+        .unwrap_or_default()
+}
+
+/// The roadmap role.
+pub struct RoadmapRole {
+    /// The project root.
+    pub project_root: PathBuf,
+    /// The session folder.
+    pub session_dir: PathBuf,
+    /// `wavecrew.toml`.
+    pub config: Config,
+    /// The bus (for `exec_progress`).
+    pub bus: Arc<Bus>,
+    /// `--backend`.
+    pub run_backend: Option<String>,
+    /// Units of a wave at once.
+    pub max_parallel: usize,
+}
+
+impl std::fmt::Debug for RoadmapRole {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RoadmapRole")
+            .field("session_dir", &self.session_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the phases carry.
+#[derive(Debug)]
+pub struct PhaseWork {
+    spec: PhaseSpec,
+    phase_dir: PathBuf,
+    tasks: Vec<Task>,
+    waves: Vec<Vec<TaskId>>,
+    done: BTreeSet<TaskId>,
+    context: String,
+    spans: BTreeMap<String, (f64, f64)>,
+    failures: Vec<String>,
+}
+
+fn summary_path(phase_dir: &Path, id: &TaskId) -> PathBuf {
+    phase_dir.join(format!("summary-{}.md", id.as_str()))
+}
+
+/// The summaries of phases `1..phase`, concatenated.
+pub fn prior_summaries(session_dir: &Path, phase: u32) -> String {
+    let mut out = String::new();
+    for p in 1..phase {
+        let dir = session_dir.join(format!("phase-{p}"));
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|f| {
+                f.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("summary-"))
+                    && f.extension().is_some_and(|x| x.eq_ignore_ascii_case("md"))
+            })
+            .collect();
+        files.sort();
+        for f in files {
+            if let Ok(t) = std::fs::read_to_string(&f) {
+                let _ = writeln!(out, "### phase {p}: {}\n{t}", f.display());
+            }
+        }
+    }
+    out
+}
+
+struct UnitRunner {
+    role: RoadmapShared,
+    units: HashMap<TaskId, (usize, Vec<Task>)>,
+    wave_sizes: Vec<usize>,
+    finished: Mutex<Vec<usize>>,
+    started: Instant,
+    spans: Mutex<BTreeMap<String, (f64, f64)>>,
+    failures: Mutex<Vec<String>>,
+}
+
+#[derive(Clone)]
+struct RoadmapShared {
+    project_root: PathBuf,
+    session_dir: PathBuf,
+    phase_dir: PathBuf,
+    phase: u32,
+    config: Config,
+    backend: String,
+    bus: Arc<Bus>,
+    context: String,
+    prompts: Arc<Prompts>,
+}
+
+#[async_trait::async_trait]
+impl TaskRunner for UnitRunner {
+    async fn run(&self, unit: &TaskId) -> RunOutcome {
+        let Some((wave, tasks)) = self.units.get(unit) else {
+            return RunOutcome::failed("unknown unit");
+        };
+        let begin = self.started.elapsed().as_secs_f64();
+        let r = &self.role;
+        let task_values: Vec<Value> = tasks
+            .iter()
+            .map(|t| {
+                json!({"id": t.id.as_str(), "title": t.title(), "description": t.description,
+                       "acceptance_criteria": t.acceptance_criteria().into_iter().map(|c| c.text).collect::<Vec<_>>(),
+                       "files": t.files()})
+            })
+            .collect();
+        let render = |n: u32, error: Option<&str>| {
+            let ctx = json!({
+                "task": task_values[0], "tasks": task_values,
+                "cwd": r.project_root.display().to_string(),
+                "plan_context": r.context, "wisdom": "",
+                "previous_error": error, "attempt": n,
+                "max_attempts": r.config.routing.max_retries + 1,
+            });
+            let template = if task_values.len() == 1 {
+                "execution"
+            } else {
+                "batch"
+            };
+            r.prompts
+                .render(template, &ctx)
+                .unwrap_or_else(|e| e.to_string())
+        };
+        let run = run_task(&TaskAttempts {
+            config: &r.config,
+            backend: &r.backend,
+            task_id: unit,
+            cwd: &r.project_root,
+            mode: Mode::Write,
+            session_dir: &r.session_dir,
+            prompt: &render,
+            on_event: &|_| {},
+        })
+        .await;
+        let end = self.started.elapsed().as_secs_f64();
+        let result = run
+            .last()
+            .and_then(|o| o.final_message.clone().or_else(|| o.error.clone()))
+            .unwrap_or_default();
+        for t in tasks {
+            self.spans
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .insert(t.id.as_str().to_owned(), (begin, end));
+            if !run.success {
+                continue;
+            }
+            let files = t.files();
+            let front = SummaryFront {
+                phase: r.phase,
+                task: t.id.as_str().to_owned(),
+                title: t.title().to_owned(),
+                requires: t.blocked_by.iter().map(|d| d.as_str().to_owned()).collect(),
+                provides: vec![t.id.as_str().to_owned()],
+                affects: files.clone(),
+                tech_stack: Vec::new(),
+                key_files: files,
+                key_decisions: Vec::new(),
+                patterns_established: Vec::new(),
+                convergence_met: "pending".into(),
+                duration: format!("{:.1}m", (end - begin) / 60.0),
+                completed: jiff::Zoned::now().timestamp().to_string(),
+            };
+            let criteria: Vec<String> = t
+                .acceptance_criteria()
+                .into_iter()
+                .map(|c| c.text)
+                .collect();
+            let text = summary_markdown(&front, &result, &criteria);
+            if let Err(e) = wavecrew_core::fsutil::write_atomic(
+                &summary_path(&r.phase_dir, &t.id),
+                text.as_bytes(),
+            ) {
+                self.failures
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(format!("{}: {e}", t.id.as_str()));
+            }
+        }
+        if !run.success {
+            let why = run.failure.unwrap_or_default();
+            self.failures
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(format!("{}: {why}", unit.as_str()));
+            return RunOutcome::failed(why);
+        }
+        // exec_progress when this unit finished its wave.
+        let mut finished = self
+            .finished
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        finished[*wave] += 1;
+        if finished[*wave] == self.wave_sizes[*wave] {
+            let waves = self.wave_sizes.len();
+            let done_units: usize = finished.iter().sum();
+            let total_units: usize = self.wave_sizes.iter().sum();
+            let mut data = Map::new();
+            data.insert("phase".into(), json!(r.phase));
+            data.insert("wave".into(), json!(wave + 1));
+            data.insert("waves".into(), json!(waves));
+            let _ = r.bus.log(NewMessage {
+                from: "executor".into(),
+                to: Some("coordinator".into()),
+                kind: Some("exec_progress".into()),
+                summary: Some(format!(
+                    "[executor] Wave {}/{waves} complete ({done_units}/{total_units} attempts done)",
+                    wave + 1
+                )),
+                data: Some(data),
+                reference: None,
+            });
+        }
+        RunOutcome::Succeeded
+    }
+}
+
+#[async_trait::async_trait]
+impl Role for RoadmapRole {
+    type Work = PhaseWork;
+
+    fn name(&self) -> &'static str {
+        "executor"
+    }
+
+    fn prefix(&self) -> &'static str {
+        "EXEC"
+    }
+
+    fn takes(&self, task: &Task) -> bool {
+        task.id.as_str().starts_with("EXEC-")
+    }
+
+    fn completion_kind(&self) -> &'static str {
+        "exec_complete"
+    }
+
+    async fn prepare(&self, task: &Task) -> Result<PhaseWork, PhaseError> {
+        let spec = parse_description(task).ok_or_else(|| {
+            PhaseError(format!(
+                "{}: no phase (`- Phase: <N>` in the description, or an id EXEC-N01)",
+                task.id.as_str()
+            ))
+        })?;
+        let phase_dir = self.session_dir.join(format!("phase-{}", spec.phase));
+        let task_dir = phase_dir.join(".task");
+        let loaded = wavecrew_core::source::load(&task_dir).map_err(|e| {
+            PhaseError(format!(
+                "phase {}: no task files in {} ({e}); the planner has not written them",
+                spec.phase,
+                task_dir.display()
+            ))
+        })?;
+        let tasks: Vec<Task> = loaded
+            .tasks
+            .iter()
+            .filter(|t| t.id.as_str().starts_with("IMPL-"))
+            .cloned()
+            .collect();
+        if tasks.is_empty() {
+            return Err(PhaseError(format!(
+                "phase {}: no IMPL-*.json in {}",
+                spec.phase,
+                task_dir.display()
+            )));
+        }
+        let done: BTreeSet<TaskId> = tasks
+            .iter()
+            .filter(|t| summary_path(&phase_dir, &t.id).is_file())
+            .map(|t| t.id.clone())
+            .collect();
+        let nodes = tasks
+            .iter()
+            .map(|t| TaskNode::new(t.id.clone(), loaded.dependencies_of(t)).with_files(t.files()));
+        let dag = Dag::build(
+            nodes,
+            &BuildOptions::default().with_cycle_policy(CyclePolicy::Force),
+        )
+        .map_err(|e| PhaseError(format!("phase {}: {e}", spec.phase)))?;
+        let waves: Vec<Vec<TaskId>> = dag
+            .wave_ids()
+            .into_iter()
+            .map(|w| w.into_iter().cloned().collect())
+            .collect();
+        let context = prior_summaries(&self.session_dir, spec.phase);
+        Ok(PhaseWork {
+            spec,
+            phase_dir,
+            tasks,
+            waves,
+            done,
+            context,
+            spans: BTreeMap::new(),
+            failures: Vec::new(),
+        })
+    }
+
+    async fn execute(&self, task: &Task, work: &mut PhaseWork) -> Result<(), PhaseError> {
+        if work.done.len() == work.tasks.len() {
+            return Ok(()); // resume check: every summary is there.
+        }
+        let decision = resolve_executor(
+            &self.config,
+            self.run_backend.as_deref(),
+            task.executor(),
+            None,
+            &task.description,
+        );
+        let by_id: HashMap<&TaskId, &Task> = work.tasks.iter().map(|t| (&t.id, t)).collect();
+        let mut units: HashMap<TaskId, (usize, Vec<Task>)> = HashMap::new();
+        let mut nodes: Vec<TaskNode> = Vec::new();
+        let mut previous: Vec<TaskId> = Vec::new();
+        let mut wave_sizes = Vec::new();
+        for (w, wave) in work.waves.iter().enumerate() {
+            let todo: Vec<Task> = wave
+                .iter()
+                .filter(|id| !work.done.contains(*id))
+                .filter_map(|id| by_id.get(id).map(|t| (*t).clone()))
+                .collect();
+            let groups = batch_wave(&todo);
+            let mut this = Vec::new();
+            for (u, group) in groups.into_iter().enumerate() {
+                let id = if group.len() == 1 {
+                    group[0].id.clone()
+                } else {
+                    TaskId::new(format!(
+                        "P{}W{}U{}-{:03}",
+                        work.spec.phase,
+                        w + 1,
+                        u + 1,
+                        u + 1
+                    ))
+                    .map_err(|e| PhaseError(e.to_string()))?
+                };
+                let files: Vec<String> = group.iter().flat_map(Task::files).collect();
+                nodes.push(TaskNode::new(id.clone(), previous.clone()).with_files(files));
+                units.insert(id.clone(), (w, group));
+                this.push(id);
+            }
+            wave_sizes.push(this.len());
+            if !this.is_empty() {
+                previous = this;
+            }
+        }
+        let dag = Dag::build(nodes, &BuildOptions::default())
+            .map_err(|e| PhaseError(format!("phase {}: {e}", work.spec.phase)))?;
+        let runner = Arc::new(UnitRunner {
+            role: RoadmapShared {
+                project_root: self.project_root.clone(),
+                session_dir: self.session_dir.clone(),
+                phase_dir: work.phase_dir.clone(),
+                phase: work.spec.phase,
+                config: self.config.clone(),
+                backend: decision.backend,
+                bus: Arc::clone(&self.bus),
+                context: work.context.clone(),
+                prompts: Arc::new(Prompts::new()),
+            },
+            units,
+            finished: Mutex::new(vec![0; wave_sizes.len()]),
+            wave_sizes,
+            started: Instant::now(),
+            spans: Mutex::new(BTreeMap::new()),
+            failures: Mutex::new(Vec::new()),
+        });
+        let dispatcher = Dispatcher::new(
+            &dag,
+            DispatchOptions::default().with_max_parallel(Some(self.max_parallel.max(1))),
+        )
+        .map_err(|e| PhaseError(e.to_string()))?;
+        let report = dispatcher.run(Arc::clone(&runner)).await;
+        work.spans = runner
+            .spans
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        work.failures.clone_from(
+            &runner
+                .failures
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if report.all_succeeded() && work.failures.is_empty() {
+            Ok(())
+        } else {
+            Err(PhaseError(format!(
+                "phase {}: {}",
+                work.spec.phase,
+                work.failures.join("; ")
+            )))
+        }
+    }
+
+    async fn validate(&self, task: &Task, work: &PhaseWork) -> Report {
+        let mut missing = Vec::new();
+        let mut affected: Vec<String> = Vec::new();
+        for t in &work.tasks {
+            for f in t.files() {
+                let removed = t
+                    .extra
+                    .get("files")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|x| {
+                        x.get("path").and_then(Value::as_str) == Some(f.as_str())
+                            && x.get("action").and_then(Value::as_str) == Some("delete")
+                    });
+                if !removed && !self.project_root.join(&f).exists() {
+                    missing.push(format!("{}: {f}", t.id.as_str()));
+                }
+                affected.push(f);
+            }
+        }
+        affected.sort();
+        affected.dedup();
+        let syntax = check_syntax(
+            &self.project_root,
+            &SyntaxOptions {
+                changed_files: affected.clone(),
+                ..SyntaxOptions::default()
+            },
+        )
+        .await;
+        let mut data = Map::new();
+        data.insert("task_id".into(), json!(task.id.as_str()));
+        data.insert("phase".into(), json!(work.spec.phase));
+        data.insert(
+            "tasks_executed".into(),
+            json!(work.tasks.len() - work.done.len()),
+        );
+        data.insert("tasks_resumed".into(), json!(work.done.len()));
+        data.insert("waves".into(), json!(work.waves.len()));
+        data.insert(
+            "summaries".into(),
+            json!(
+                work.tasks
+                    .iter()
+                    .map(|t| summary_path(&work.phase_dir, &t.id)
+                        .strip_prefix(&self.session_dir)
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_default())
+                    .collect::<Vec<_>>()
+            ),
+        );
+        data.insert(
+            "spans".into(),
+            json!(
+                work.spans
+                    .iter()
+                    .map(|(k, (a, b))| (k.clone(), json!({"start": a, "end": b})))
+                    .collect::<Map<String, Value>>()
+            ),
+        );
+        data.insert("missing_files".into(), json!(missing));
+        data.insert("syntax".into(), json!(syntax));
+        let failed = !missing.is_empty() || syntax.status == CheckStatus::Fail;
+        let summary = format!(
+            "Phase {} execution complete. Tasks executed: {}, Waves: {}, Summaries: {}.{}",
+            work.spec.phase,
+            work.tasks.len() - work.done.len(),
+            work.waves.len(),
+            work.tasks.len(),
+            if failed {
+                " Self-validation found problems."
+            } else {
+                " Ready for verification."
+            }
+        );
+        Report {
+            status: if failed {
+                TaskStatus::Failed
+            } else {
+                TaskStatus::Completed
+            },
+            kind: if failed { "error" } else { "exec_complete" }.into(),
+            summary,
+            result: Value::Object(data.clone()),
+            data,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_description_forms() {
+        let a = Task::new(
+            TaskId::new("EXEC-201").unwrap(),
+            "x",
+            "## Session\n- Folder: .workflow/.team/RD-auth-2026-02-26\n- Phase: 2\n",
+        );
+        assert_eq!(
+            parse_description(&a),
+            Some(PhaseSpec {
+                folder: Some(".workflow/.team/RD-auth-2026-02-26".into()),
+                phase: 2
+            })
+        );
+        let b = Task::new(TaskId::new("EXEC-301").unwrap(), "x", "Session: s\n");
+        assert_eq!(parse_description(&b).unwrap().phase, 3);
+    }
+
+    #[test]
+    fn frontmatter_is_real_yaml() {
+        let front = SummaryFront {
+            phase: 1,
+            task: "IMPL-102".into(),
+            title: "Handle \"quoted\" titles: and colons".into(),
+            requires: vec![],
+            provides: vec!["IMPL-102".into()],
+            affects: vec![],
+            tech_stack: vec![],
+            key_files: vec![],
+            key_decisions: vec![],
+            patterns_established: vec![],
+            convergence_met: "pending".into(),
+            duration: "0.1m".into(),
+            completed: "2026-11-23T09:00:00Z".into(),
+        };
+        let md = summary_markdown(&front, "done", &["it works".into()]);
+        let yaml = md.split("---\n").nth(1).unwrap();
+        let back: serde_json::Value = serde_norway::from_str(yaml).unwrap();
+        assert_eq!(back["title"], "Handle \"quoted\" titles: and colons");
+        assert_eq!(back["affects"], json!([]), "empty lists stay lists");
+        assert_eq!(back["completed"], "2026-11-23T09:00:00Z");
+    }
+
+    #[test]
+    fn the_strategy_table() {
+        let t = |id: &str, file: &str| {
+            let mut t = Task::new(TaskId::new(id).unwrap(), id, "d");
+            t.extra.insert("files".into(), json!([{"path": file}]));
+            t
+        };
+        assert_eq!(batch_wave(&[t("IMPL-1", "a/x")]).len(), 1);
+        assert_eq!(
+            batch_wave(&[t("IMPL-1", "a/x"), t("IMPL-2", "b/y")]).len(),
+            2
+        );
+        let four: Vec<Task> = (1..=4).map(|i| t(&format!("IMPL-{i}"), "a/x")).collect();
+        assert_eq!(batch_wave(&four).len(), 1);
+        let six: Vec<Task> = (1..=6)
+            .map(|i| t(&format!("IMPL-{i}"), if i % 2 == 0 { "a/x" } else { "b/y" }))
+            .collect();
+        assert_eq!(batch_wave(&six).len(), 2, "by module");
+    }
+}
