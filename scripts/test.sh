@@ -79,6 +79,18 @@ if ! "$AGENT_CLIS/node_modules/.bin/claude" --version >/dev/null 2>&1; then
 fi
 # --- agent CLIs (end) ---
 
+# --- chromium (begin) ---
+# tests/it/report.rs renders the HTML timeline in headless Chromium
+# (Debian's package) and checks the screenshot; it never skips.
+if ! command -v chromium >/dev/null 2>&1; then
+  step "installing Debian's chromium"
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null \
+    || { $SUDO apt-get update -q >/dev/null && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }
+fi
+# --- chromium (end) ---
+
 step "cargo fmt --check"
 cargo fmt --all --check
 

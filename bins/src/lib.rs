@@ -49,6 +49,10 @@ pub enum Command {
     Run(RunArgs),
     /// Run the demo pipeline on a copy of the embedded demo project.
     Demo(commands::demo::DemoArgs),
+    /// A session's progress: tasks by state, waves, running attempts, critical path, last records.
+    Status(commands::report::StatusArgs),
+    /// Write every report of a session again (reports/), from its bus and task store.
+    Report(commands::report::ReportArgs),
 }
 
 /// `wavecrew run` arguments.
@@ -113,6 +117,8 @@ pub fn wavecrew_main() -> ExitCode {
             cli.config.as_deref(),
         ),
         Command::Demo(a) => commands::demo::run(&a),
+        Command::Status(a) => commands::report::status(&a),
+        Command::Report(a) => commands::report::report(&a),
     };
     finish(result)
 }

@@ -27,7 +27,7 @@ use wavecrew_core::{FileTaskStore, SessionStatus, TaskId, TaskStore};
 use wavecrew_msgbus::{Bus, Durability, KeyUse};
 use wavecrew_role_team::agent_role::AgentRole;
 use wavecrew_role_team::reconcile::{reconcile, write_session};
-use wavecrew_role_team::report::{banner, check_text, summary_markdown};
+use wavecrew_role_team::report::{banner, check_text};
 use wavecrew_role_team::{OnFailure, Progress, RunEnd, Team, TeamOptions, ValidSession};
 
 use crate::exit::{CliError, CmdResult, Exit};
@@ -336,6 +336,7 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
                 output::error(&format!("  {}: {why}", id.as_str()));
             }
             write_session(&mut valid, &tasks)?;
+            let _ = wavecrew_report::write_reports(&valid.dir);
             return Ok(Exit::Failed);
         }
         RunEnd::Paused { task, reason } => {
@@ -346,6 +347,7 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
             valid.session.status = SessionStatus::Paused;
             valid.session.active_workers.clear();
             write_session(&mut valid, &tasks)?;
+            let _ = wavecrew_report::write_reports(&valid.dir);
             return Ok(Exit::Failed);
         }
         RunEnd::Complete => valid.session.status = SessionStatus::Completed,
@@ -353,9 +355,17 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
     }
     valid.session.active_workers.clear();
     write_session(&mut valid, &tasks)?;
-    let reports = valid.dir.join("reports");
-    let md = summary_markdown(&valid, &tasks, elapsed);
-    wavecrew_core::fsutil::write_atomic(&reports.join("summary.md"), md.as_bytes())?;
+    match wavecrew_report::write_reports(&valid.dir) {
+        Ok(files) => {
+            if let Some(f) = files.iter().find(|f| f.ends_with("summary.md")) {
+                output::progress(&format!(
+                    "reports written to {}",
+                    f.parent().unwrap_or(f).display()
+                ));
+            }
+        }
+        Err(e) => output::warning(&format!("the reports could not be written: {e}")),
+    }
     output::line(banner(&valid, &tasks, elapsed).trim_end());
     Ok(match end {
         RunEnd::Complete => Exit::Success,

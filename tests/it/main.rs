@@ -7,6 +7,7 @@ mod executor;
 mod msg;
 mod plan;
 mod planex;
+mod report;
 mod roadmap;
 mod scripted;
 mod team;

@@ -181,6 +181,7 @@ fn the_demo_runs_to_completion_and_its_tests_pass() {
         serde_json::from_slice(&std::fs::read(session.join("team-session.json")).unwrap()).unwrap();
     assert_eq!(session_file["status"], "completed");
     let summary = std::fs::read_to_string(session.join("reports/summary.md")).unwrap();
+    assert!(summary.contains("**8/8 tasks completed**"), "{summary}");
     let log = std::fs::read_to_string(session.join(".msg/messages.jsonl")).unwrap();
     let lines: Vec<String> = log
         .lines()
@@ -206,7 +207,6 @@ fn the_demo_runs_to_completion_and_its_tests_pass() {
     }
     insta_settings().bind(|| {
         insta::assert_snapshot!("demo_stdout", without_totals(&o.render_in(&dir)));
-        insta::assert_snapshot!("demo_summary_md", summary);
         insta::assert_snapshot!("demo_bus", lines.join("\n"));
     });
 }

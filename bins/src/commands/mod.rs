@@ -5,3 +5,4 @@ pub mod check;
 pub mod demo;
 pub mod msg;
 pub mod plan;
+pub mod report;

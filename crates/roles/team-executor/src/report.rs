@@ -4,7 +4,7 @@
 //! The banner keeps the seed's format: deliverables under `artifacts/`
 //! with their producer roles, `<completed>/<total>` tasks, roles,
 //! duration, session folder, and a summary of the wisdom gathered. The
-//! same facts go to `reports/summary.md`.
+//! files under `reports/` come from `wavecrew-report`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -141,53 +141,6 @@ pub fn banner(valid: &ValidSession, tasks: &[Task], elapsed: Duration) -> String
     line(&mut out, "");
     line(&mut out, &format!("Session: {}", valid.dir.display()));
     line(&mut out, "============================================");
-    out
-}
-
-/// `reports/summary.md`: the same facts as the banner, as Markdown.
-pub fn summary_markdown(valid: &ValidSession, tasks: &[Task], elapsed: Duration) -> String {
-    let done = tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Completed)
-        .count();
-    let mut out = format!(
-        "# {}\n\n{}\n\n**{done}/{} tasks completed** in {}.\n\n| task | state | backend | files changed |\n|---|---|---|---|\n",
-        valid.session.session_id.as_str(),
-        valid.session.task_description,
-        tasks.len(),
-        human_duration(elapsed)
-    );
-    for t in tasks {
-        let r = t.result.as_ref();
-        let backend = r
-            .and_then(|r| r.get("execution_backend"))
-            .and_then(Value::as_str)
-            .unwrap_or("-");
-        let files = r
-            .and_then(|r| r.get("files_modified"))
-            .and_then(Value::as_array)
-            .map_or(0, Vec::len);
-        let _ = writeln!(
-            out,
-            "| {} | {} | {backend} | {files} |",
-            t.id.as_str(),
-            t.status.as_str()
-        );
-    }
-    let d = deliverables(valid, tasks);
-    if !d.is_empty() {
-        out.push_str("\n## Deliverables\n\n");
-        for (a, p) in d {
-            let _ = writeln!(out, "- `artifacts/{a}` ({p})");
-        }
-    }
-    let w = wisdom_summary(valid, 20);
-    if !w.is_empty() {
-        out.push_str("\n## Wisdom\n\n");
-        for l in w {
-            let _ = writeln!(out, "- {l}");
-        }
-    }
     out
 }
 

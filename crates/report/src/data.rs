@@ -1,0 +1,380 @@
+//! What every report shows, gathered from the session on disk: the task
+//! store (states, results, evidence), the bus (when each task started and
+//! ended), the attempt folders (backends, outcomes, durations, token
+//! usage) and the graph (waves, critical path). Nothing comes from the
+//! memory of a running process, so any report can be regenerated after the
+//! run, even after a crash.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+use wavecrew_core::{Task, TaskId, TaskStatus, TaskStore, Usage};
+use wavecrew_scheduler::{BuildOptions, CyclePolicy, Dag, TaskNode};
+
+/// A report could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The session's files could not be read.
+    #[error(transparent)]
+    Core(#[from] wavecrew_core::CoreError),
+    /// A report could not be written.
+    #[error("{path}: {message}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+}
+
+/// One attempt of a task, from its `outcome.json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AttemptInfo {
+    /// Its number (the folder name).
+    pub attempt: u32,
+    /// The backend.
+    pub backend: String,
+    /// The outcome class (`success`, `failed`, …), or `interrupted` when the
+    /// folder has no `outcome.json`.
+    pub outcome: String,
+    /// The exit code.
+    pub exit_code: Option<i64>,
+    /// How long it ran.
+    pub duration_ms: Option<u64>,
+    /// Token usage, when the backend reported it.
+    pub usage: Option<Usage>,
+    /// Its folder, relative to the session.
+    pub dir: String,
+}
+
+/// One task, as the reports show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskReport {
+    /// The id.
+    pub id: String,
+    /// The title.
+    pub title: String,
+    /// The owner role.
+    pub role: Option<String>,
+    /// The state.
+    pub state: String,
+    /// Its wave (1-based), when the graph is valid.
+    pub wave: Option<usize>,
+    /// Whether it is on the critical path.
+    pub critical: bool,
+    /// The backend of its last attempt.
+    pub backend: Option<String>,
+    /// Its attempts.
+    pub attempts: Vec<AttemptInfo>,
+    /// When it started (the first record about it), RFC 3339.
+    pub started_at: Option<String>,
+    /// When it ended (its final record), RFC 3339.
+    pub ended_at: Option<String>,
+    /// `ended_at - started_at`.
+    pub duration_ms: Option<u64>,
+    /// Files it changed.
+    pub files_changed: Vec<String>,
+    /// The validation verdicts (`validation_results`), when recorded.
+    pub validation: Option<Value>,
+    /// Summed token usage of its attempts.
+    pub usage: Option<Usage>,
+    /// Why it failed or was skipped.
+    pub error: Option<String>,
+    /// The summary of its final bus record.
+    pub summary: Option<String>,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunData {
+    /// The session id.
+    pub session_id: String,
+    /// What the session is for.
+    pub task_description: String,
+    /// The session's status (`active`, `completed`, `paused`).
+    pub status: String,
+    /// The first bus record's time.
+    pub started_at: Option<String>,
+    /// The last bus record's time.
+    pub ended_at: Option<String>,
+    /// `ended_at - started_at`.
+    pub duration_ms: Option<u64>,
+    /// The tasks, in id order.
+    pub tasks: Vec<TaskReport>,
+    /// The waves, as ids.
+    pub waves: Vec<Vec<String>>,
+    /// The critical path.
+    pub critical_path: Vec<String>,
+    /// Problems of the graph, when it is not valid.
+    pub graph_error: Option<String>,
+    /// How many bus records the run wrote.
+    pub messages: usize,
+    /// The session folder.
+    #[serde(skip)]
+    pub session_dir: PathBuf,
+}
+
+impl RunData {
+    /// Counts per state.
+    pub fn counts(&self) -> BTreeMap<String, usize> {
+        let mut c = BTreeMap::new();
+        for t in &self.tasks {
+            *c.entry(t.state.clone()).or_insert(0) += 1;
+        }
+        c
+    }
+
+    /// The task by id.
+    pub fn task(&self, id: &str) -> Option<&TaskReport> {
+        self.tasks.iter().find(|t| t.id == id)
+    }
+}
+
+/// Bus record types that end a task.
+pub const FINAL_KINDS: [&str; 10] = [
+    "task_complete",
+    "task_failed",
+    "task_skipped",
+    "impl_complete",
+    "impl_failed",
+    "tests_passed",
+    "tests_failed",
+    "exec_complete",
+    "error",
+    "paused",
+];
+
+fn parse_ts(s: &str) -> Option<jiff::Timestamp> {
+    s.parse().ok()
+}
+
+fn millis_between(a: &str, b: &str) -> Option<u64> {
+    let d = parse_ts(b)?.duration_since(parse_ts(a)?);
+    u64::try_from(d.as_millis()).ok()
+}
+
+/// The bus records of a session (unparsable lines skipped: a crash can
+/// leave a torn last line, and a report must still be made).
+pub fn read_bus(session_dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(session_dir.join(".msg/messages.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+fn attempts_of(session_dir: &Path, id: &TaskId) -> Vec<AttemptInfo> {
+    let dir = session_dir.join("attempts").join(id.as_str());
+    let mut numbers: Vec<u32> = std::fs::read_dir(&dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    numbers.sort_unstable();
+    numbers
+        .into_iter()
+        .map(|n| {
+            let folder = dir.join(n.to_string());
+            let outcome: Option<Value> = std::fs::read(folder.join("outcome.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            let argv: Option<Value> = std::fs::read(folder.join("argv.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            let backend = outcome
+                .as_ref()
+                .and_then(|o| o.get("backend"))
+                .or_else(|| argv.as_ref().and_then(|a| a.get("backend")))
+                .and_then(Value::as_str)
+                .unwrap_or("?")
+                .to_owned();
+            AttemptInfo {
+                attempt: n,
+                backend,
+                outcome: outcome
+                    .as_ref()
+                    .and_then(|o| o.pointer("/outcome/class"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("interrupted")
+                    .to_owned(),
+                exit_code: outcome
+                    .as_ref()
+                    .and_then(|o| o.get("exit_code"))
+                    .and_then(Value::as_i64),
+                duration_ms: outcome
+                    .as_ref()
+                    .and_then(|o| o.get("duration_ms"))
+                    .and_then(Value::as_u64),
+                usage: outcome
+                    .as_ref()
+                    .and_then(|o| o.get("usage"))
+                    .and_then(|u| serde_json::from_value(u.clone()).ok()),
+                dir: format!("attempts/{}/{n}", id.as_str()),
+            }
+        })
+        .collect()
+}
+
+fn task_report(session_dir: &Path, t: &Task, bus: &[Value]) -> TaskReport {
+    let mine: Vec<&Value> = bus
+        .iter()
+        .filter(|m| m.pointer("/data/task_id").and_then(Value::as_str) == Some(t.id.as_str()))
+        .collect();
+    let started_at = mine
+        .iter()
+        .find(|m| !FINAL_KINDS.contains(&m["type"].as_str().unwrap_or("")))
+        .and_then(|m| m["ts"].as_str())
+        .map(str::to_owned);
+    let last_final = mine
+        .iter()
+        .rev()
+        .find(|m| FINAL_KINDS.contains(&m["type"].as_str().unwrap_or("")));
+    let ended_at = if t.status.is_terminal() {
+        last_final.and_then(|m| m["ts"].as_str()).map(str::to_owned)
+    } else {
+        None
+    };
+    let attempts = attempts_of(session_dir, &t.id);
+    let mut usage: Option<Usage> = None;
+    for a in &attempts {
+        if let Some(u) = &a.usage {
+            usage.get_or_insert_with(Usage::default).add(u);
+        }
+    }
+    let result = t.result.as_ref();
+    let files_changed: Vec<String> = result
+        .and_then(|r| r.get("files_modified").or_else(|| r.get("files_changed")))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    let backend = attempts.last().map(|a| a.backend.clone()).or_else(|| {
+        result
+            .and_then(|r| r.get("execution_backend").or_else(|| r.get("executor")))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    TaskReport {
+        id: t.id.as_str().to_owned(),
+        title: t.title().to_owned(),
+        role: t.owner.clone(),
+        state: t.status.as_str().to_owned(),
+        wave: None,
+        critical: false,
+        backend,
+        duration_ms: match (&started_at, &ended_at) {
+            (Some(a), Some(b)) => millis_between(a, b),
+            _ => None,
+        },
+        started_at,
+        ended_at,
+        files_changed,
+        validation: result.and_then(|r| r.get("validation_results")).cloned(),
+        usage,
+        error: result
+            .and_then(|r| r.get("error").or_else(|| r.get("skipped_because")))
+            .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned)),
+        summary: last_final
+            .and_then(|m| m["summary"].as_str())
+            .map(str::to_owned),
+        attempts,
+    }
+}
+
+/// Gather a session's run.
+pub fn collect(session_dir: &Path) -> Result<RunData, ReportError> {
+    let store = wavecrew_core::FileTaskStore::for_session(session_dir);
+    let tasks = store.list()?;
+    let bus = read_bus(session_dir);
+    let session: Option<Value> = std::fs::read(session_dir.join("team-session.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
+    let session_id = session_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut reports: Vec<TaskReport> = tasks
+        .iter()
+        .map(|t| task_report(session_dir, t, &bus))
+        .collect();
+    let nodes = tasks.iter().map(|t| {
+        let mut n = TaskNode::new(t.id.clone(), t.blocked_by.iter().cloned());
+        if let Some(ms) = reports
+            .iter()
+            .find(|r| r.id == t.id.as_str())
+            .and_then(|r| r.duration_ms)
+        {
+            #[allow(clippy::cast_precision_loss)]
+            let secs = ms as f64 / 1000.0;
+            n = n.with_estimate(secs.max(0.001));
+        }
+        n
+    });
+    let (waves, critical_path, graph_error) = match Dag::build(
+        nodes,
+        &BuildOptions::default().with_cycle_policy(CyclePolicy::Force),
+    ) {
+        Ok(dag) => {
+            let waves: Vec<Vec<String>> = dag
+                .wave_ids()
+                .into_iter()
+                .map(|w| w.into_iter().map(|i| i.as_str().to_owned()).collect())
+                .collect();
+            let cp = dag.critical_path();
+            (
+                waves,
+                cp.path.iter().map(|i| i.as_str().to_owned()).collect(),
+                None,
+            )
+        }
+        Err(e) => (Vec::new(), Vec::new(), Some(e.to_string())),
+    };
+    for r in &mut reports {
+        r.wave = waves.iter().position(|w| w.contains(&r.id)).map(|i| i + 1);
+        r.critical = critical_path.contains(&r.id);
+    }
+    let started_at = bus
+        .first()
+        .and_then(|m| m["ts"].as_str())
+        .map(str::to_owned);
+    let ended_at = bus.last().and_then(|m| m["ts"].as_str()).map(str::to_owned);
+    Ok(RunData {
+        task_description: session
+            .as_ref()
+            .and_then(|s| s.get("task_description"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        status: session
+            .as_ref()
+            .and_then(|s| s.get("status"))
+            .and_then(Value::as_str)
+            .unwrap_or("active")
+            .to_owned(),
+        duration_ms: match (&started_at, &ended_at) {
+            (Some(a), Some(b)) => millis_between(a, b),
+            _ => None,
+        },
+        started_at,
+        ended_at,
+        tasks: reports,
+        waves,
+        critical_path,
+        graph_error,
+        messages: bus.len(),
+        session_id,
+        session_dir: session_dir.to_owned(),
+    })
+}
+
+/// The state name of a task status (for renderers).
+pub fn state_name(status: TaskStatus) -> &'static str {
+    status.as_str()
+}

@@ -1,0 +1,131 @@
+//! `wavecrew status`: tasks by state, waves, running attempts with their
+//! backend and elapsed time, the critical path, and the last bus records.
+
+use std::fmt::Write as _;
+
+use serde_json::{Value, json};
+
+use crate::data::{RunData, read_bus};
+
+/// A running task: its latest attempt and how long it has run.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Running {
+    /// The task.
+    pub task: String,
+    /// The backend of its latest attempt.
+    pub backend: Option<String>,
+    /// The attempt number.
+    pub attempt: Option<u32>,
+    /// Seconds since the lease was taken.
+    pub elapsed_secs: Option<i64>,
+}
+
+/// The running tasks, from the store's leases and the attempt folders.
+pub fn running(run: &RunData) -> Vec<Running> {
+    let store = wavecrew_core::FileTaskStore::for_session(&run.session_dir);
+    let tasks = wavecrew_core::TaskStore::list(&store).unwrap_or_default();
+    let now = jiff::Timestamp::now();
+    tasks
+        .iter()
+        .filter(|t| t.status == wavecrew_core::TaskStatus::InProgress)
+        .map(|t| {
+            let report = run.task(t.id.as_str());
+            let last = report.and_then(|r| r.attempts.last());
+            Running {
+                task: t.id.as_str().to_owned(),
+                backend: last.map(|a| a.backend.clone()),
+                attempt: last.map(|a| a.attempt),
+                elapsed_secs: t
+                    .lease
+                    .as_ref()
+                    .map(|l| now.duration_since(l.acquired_at).as_secs()),
+            }
+        })
+        .collect()
+}
+
+/// `--json`.
+pub fn status_json(run: &RunData, last: usize) -> Value {
+    let bus = read_bus(&run.session_dir);
+    let recent: Vec<&Value> = bus.iter().rev().take(last).rev().collect();
+    json!({
+        "session": run.session_id,
+        "status": run.status,
+        "counts": run.counts(),
+        "waves": run.waves.iter().map(|w| w.iter().map(|id| json!({"id": id, "state": run.task(id).map(|t| t.state.clone())})).collect::<Vec<_>>()).collect::<Vec<_>>(),
+        "running": running(run),
+        "critical_path": run.critical_path,
+        "recent_messages": recent,
+    })
+}
+
+/// The text view.
+pub fn status_text(run: &RunData, last: usize) -> String {
+    let mut out = format!("Session {} ({})\n", run.session_id, run.status);
+    let counts = run.counts();
+    let _ = writeln!(
+        out,
+        "Tasks: {} ({})",
+        run.tasks.len(),
+        counts
+            .iter()
+            .map(|(k, v)| format!("{v} {k}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    out.push_str("\nWaves:\n");
+    for (i, w) in run.waves.iter().enumerate() {
+        let items: Vec<String> = w
+            .iter()
+            .map(|id| format!("{id} [{}]", run.task(id).map_or("?", |t| t.state.as_str())))
+            .collect();
+        let _ = writeln!(out, "  {}: {}", i + 1, items.join("  "));
+    }
+    if let Some(e) = &run.graph_error {
+        let _ = writeln!(out, "  (graph problem: {e})");
+    }
+    out.push_str("\nRunning:\n");
+    let running = running(run);
+    if running.is_empty() {
+        out.push_str("  (none)\n");
+    }
+    for r in running {
+        let _ = writeln!(
+            out,
+            "  {} via {} (attempt {}), {} s",
+            r.task,
+            r.backend.as_deref().unwrap_or("?"),
+            r.attempt.map_or_else(|| "-".into(), |a| a.to_string()),
+            r.elapsed_secs.map_or_else(|| "?".into(), |s| s.to_string())
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nCritical path: {}",
+        if run.critical_path.is_empty() {
+            "-".to_owned()
+        } else {
+            run.critical_path.join(" → ")
+        }
+    );
+    let bus = read_bus(&run.session_dir);
+    let _ = writeln!(
+        out,
+        "\nLast {} of {} records:",
+        last.min(bus.len()),
+        bus.len()
+    );
+    for m in bus.iter().rev().take(last).rev() {
+        let _ = writeln!(
+            out,
+            "  {} {} {} → {} ({}) {}",
+            m["id"].as_str().unwrap_or(""),
+            m["ts"].as_str().unwrap_or(""),
+            m["from"].as_str().unwrap_or(""),
+            m["to"].as_str().unwrap_or(""),
+            m["type"].as_str().unwrap_or(""),
+            m["summary"].as_str().unwrap_or("")
+        );
+    }
+    out
+}
