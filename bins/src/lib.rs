@@ -53,6 +53,9 @@ pub enum Command {
     Status(commands::report::StatusArgs),
     /// Write every report of a session again (reports/), from its bus and task store.
     Report(commands::report::ReportArgs),
+    /// Check wavecrew.toml: every problem names its key.
+    #[command(subcommand)]
+    Config(commands::config::ConfigCommand),
 }
 
 /// `wavecrew run` arguments.
@@ -119,6 +122,7 @@ pub fn wavecrew_main() -> ExitCode {
         Command::Demo(a) => commands::demo::run(&a),
         Command::Status(a) => commands::report::status(&a),
         Command::Report(a) => commands::report::report(&a),
+        Command::Config(c) => commands::config::run(&c, cli.config.as_deref()),
     };
     finish(result)
 }

@@ -367,6 +367,26 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
         Err(e) => output::warning(&format!("the reports could not be written: {e}")),
     }
     output::line(banner(&valid, &tasks, elapsed).trim_end());
+    // Failures once more, with where to look.
+    for t in tasks
+        .iter()
+        .filter(|t| t.status == wavecrew_core::TaskStatus::Failed)
+    {
+        let why = t
+            .result
+            .as_ref()
+            .and_then(|r| r.get("error"))
+            .and_then(|e| e.as_str())
+            .unwrap_or("no error recorded");
+        output::error(&format!(
+            "{} failed: {why}\n  look at {}/attempts/{}/ and {}/workers/{}.log",
+            t.id.as_str(),
+            valid.dir.display(),
+            t.id.as_str(),
+            valid.dir.display(),
+            t.id.as_str()
+        ));
+    }
     Ok(match end {
         RunEnd::Complete => Exit::Success,
         _ => Exit::Failed,

@@ -197,3 +197,27 @@ fn a_bad_config_names_the_key() {
         insta::assert_snapshot!(o.render_in(p.path()));
     });
 }
+
+#[test]
+fn config_check_names_the_key_or_lists_what_is_configured() {
+    let p = project();
+    let ok = run_bin("wavecrew", &["config", "check"], p.path());
+    assert_eq!(ok.code, 0, "{}", ok.render());
+    assert!(
+        ok.stdout.contains("demo (scripted)") && ok.stdout.contains("missing (command)"),
+        "{}",
+        ok.stdout
+    );
+    std::fs::write(
+        p.path().join("bad.toml"),
+        "[routing]\nfallback = [\"claude\", \"nobody\"]\n",
+    )
+    .unwrap();
+    let bad = run_bin(
+        "wavecrew",
+        &["--config", "bad.toml", "config", "check"],
+        p.path(),
+    );
+    assert_eq!(bad.code, 2);
+    insta_settings().bind(|| insta::assert_snapshot!(bad.render_in(p.path())));
+}

@@ -3,6 +3,7 @@
 mod backend;
 mod check;
 mod crash;
+mod docs;
 mod executor;
 mod msg;
 mod plan;

@@ -2,6 +2,7 @@
 
 pub mod backend;
 pub mod check;
+pub mod config;
 pub mod demo;
 pub mod msg;
 pub mod plan;

@@ -1,0 +1,59 @@
+//! `docs/cli.md` is generated from the binaries' clap definitions, so it
+//! cannot drift: this test regenerates it and compares. After changing a
+//! flag, run `WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-e2e docs`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use clap::CommandFactory;
+
+const HEADER: &str = "# Command-line reference\n\n\
+Generated from the binaries' own definitions by `tests/it/docs.rs`; do not edit by hand\n\
+(`WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-e2e docs` rewrites it).\n\n\
+## Exit codes (every binary)\n\n\
+| code | meaning |\n|---|---|\n\
+| 0 | everything asked for succeeded |\n\
+| 1 | a task failed or needs a person, a check found problems, or the pipeline stalled or paused |\n\
+| 2 | bad input or usage; the message names the file and the field |\n\
+| 3 | interrupted; the session can be resumed |\n\
+| 4 | an internal error (I/O, a bug) |\n\n";
+
+fn section<C: CommandFactory>(out: &mut String) {
+    let md = clap_markdown::help_markdown::<C>();
+    // Demote the generated headings one level under ours.
+    for line in md.lines() {
+        if line.starts_with("# ") || line.starts_with("## ") {
+            let _ = writeln!(out, "#{line}");
+        } else {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+    out.push('\n');
+}
+
+fn generate() -> String {
+    let mut out = String::from(HEADER);
+    section::<wavecrew_cli::Cli>(&mut out);
+    section::<wavecrew_cli::team::TeamCli>(&mut out);
+    section::<wavecrew_cli::executor::ExecutorArgs>(&mut out);
+    section::<wavecrew_cli::testrun::TestRunArgs>(&mut out);
+    section::<wavecrew_cli::planex::PlanexArgs>(&mut out);
+    section::<wavecrew_cli::roadmap::RoadmapArgs>(&mut out);
+    section::<wavecrew_cli::scripted_agent::ScriptedArgs>(&mut out);
+    out.trim_end().to_owned() + "\n"
+}
+
+#[test]
+fn docs_cli_md_matches_the_binaries() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/cli.md");
+    let fresh = generate();
+    if std::env::var_os("WAVECREW_UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &fresh).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == fresh,
+        "docs/cli.md is out of date with the binaries' flags: run \
+         `WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-e2e docs` and commit it"
+    );
+}
