@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every check that CI runs, in the order CI runs them:
-#   cargo fmt --check, cargo clippy (-D warnings), cargo nextest (all tests), doc tests.
+#   cargo fmt --check, cargo clippy (-D warnings; every example is built too),
+#   cargo nextest (all tests), doc tests, cargo doc (-D warnings).
 # Installs what is missing on a fresh machine; installed tools are cached
 # outside the repository, in $WAVECREW_CACHE (default: ~/.cache/wavecrew).
 set -euo pipefail
@@ -102,3 +103,6 @@ cargo nextest run --workspace --locked --profile ci
 
 step "doc tests"
 cargo test --doc --workspace --locked
+
+step "cargo doc (warnings denied)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked

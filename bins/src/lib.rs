@@ -1,6 +1,15 @@
 //! The command-line front ends of wavecrew. Each binary in `src/bin/` is a few
 //! lines that call a `main` here; the commands live in [`commands`], one module
 //! per subcommand, and every error maps to an [`exit::Exit`] code at the top.
+//!
+//! ```
+//! use clap::Parser;
+//! use wavecrew_cli::Cli;
+//!
+//! // The same parser the `wavecrew` binary uses.
+//! let cli = Cli::try_parse_from(["wavecrew", "status", ".workflow/.team/TC-x-2026-11-23", "--json"]).unwrap();
+//! assert!(matches!(cli.command, wavecrew_cli::Command::Status(_)));
+//! ```
 
 pub mod commands;
 pub mod executor;

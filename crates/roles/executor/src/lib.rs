@@ -13,6 +13,14 @@
 //!   tests through `wavecrew-validation`, an optional review through a
 //!   review-mode attempt, then `task_complete` / `task_failed` with the
 //!   seed's fields plus the evidence.
+//!
+//! ```
+//! use wavecrew_role_executor::is_critical;
+//!
+//! // Code review turns on for critical areas, named as whole words.
+//! assert_eq!(is_critical("Add rate limits to the public API"), Some("api".into()));
+//! assert_eq!(is_critical("Rapid prototyping"), None);
+//! ```
 
 use std::path::PathBuf;
 use std::sync::LazyLock;

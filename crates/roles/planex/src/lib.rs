@@ -16,6 +16,13 @@
 //!   a resumed task finds its commit and never commits twice), the issue
 //!   `completed`, and `impl_complete` / `impl_failed` (with the resume
 //!   command) to the planner.
+//!
+//! ```
+//! use wavecrew_role_planex::find_issue_id;
+//!
+//! assert_eq!(find_issue_id("EXEC-W1-ISS-20260226-001: Implement login").as_deref(), Some("ISS-20260226-001"));
+//! assert_eq!(find_issue_id("EXEC-W2-GH-42: Fix the build").as_deref(), Some("GH-42"));
+//! ```
 
 pub mod issues;
 

@@ -17,6 +17,18 @@
 //!   serializer;
 //! * phase 4: every affected file exists, the syntax check passes, then
 //!   `exec_complete`.
+//!
+//! ```
+//! use wavecrew_core::{Task, TaskId};
+//! use wavecrew_role_roadmap::batch_wave;
+//!
+//! // The strategy table: two tasks in a wave run as two attempts.
+//! let wave: Vec<Task> = ["IMPL-101", "IMPL-102"]
+//!     .iter()
+//!     .map(|id| Task::new(TaskId::new(*id).unwrap(), *id, "do it"))
+//!     .collect();
+//! assert_eq!(batch_wave(&wave).len(), 2);
+//! ```
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;

@@ -1,12 +1,20 @@
 //! Seed 001, the team-executor orchestrator, and the generic agent role.
 //!
-//! * [`validate`]: every check of the seed with its messages;
+//! * [`mod@validate`]: every check of the seed with its messages;
 //! * [`reconcile`]: phase 0 — store, session file and bus back in line;
 //! * [`orchestrate`]: spawn-and-stop (`start`, `resume`) and the
 //!   foreground run (`run`) over worker processes;
 //! * [`report`]: the completion banner, `reports/summary.md`, `check`;
 //! * [`agent_role`]: a role known only by its `roles/<name>.md`, run as an
 //!   agent CLI with the role file as instructions.
+//!
+//! ```
+//! // Validation speaks the seed's messages.
+//! let e = wavecrew_role_team::validate(None).unwrap_err();
+//! assert_eq!(e.to_string(), "Session required. Usage: --session=<path-to-TC-folder>");
+//! let e = wavecrew_role_team::validate(Some(std::path::Path::new("/no/such/TC-x"))).unwrap_err();
+//! assert_eq!(e.to_string(), "Session directory not found: /no/such/TC-x");
+//! ```
 
 pub mod agent_role;
 pub mod orchestrate;

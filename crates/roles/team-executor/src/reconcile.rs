@@ -6,7 +6,7 @@
 //! * `completed_tasks` is rebuilt from the store, both directions (an id
 //!   listed but not completed is dropped with a `warning`);
 //! * an `in_progress` task whose lease expired is reset to pending
-//!   (`warning` "Task <ID> reset from interrupted state"); one whose worker
+//!   (`warning`, "Task `<ID>` reset from interrupted state"); one whose worker
 //!   is gone (its pid no longer exists) is an orphan (`error`); a task whose
 //!   worker is alive is left alone and adopted;
 //! * `team-session.json` is rewritten atomically: `status = active`,

@@ -14,6 +14,15 @@
 //!   `defect_patterns`, `effective_test_patterns` and `coverage_history`
 //!   under the bus lock, then `tests_passed` / `tests_failed` with
 //!   `data.ref` = the run file and the seed's report text.
+//!
+//! ```
+//! use wavecrew_role_testrun::parse_description;
+//!
+//! let spec = parse_description("CONTEXT:\n  - Input: tests/L1-unit\n  - Coverage target: 75%");
+//! assert_eq!(spec.input.as_deref(), Some("tests/L1-unit"));
+//! assert_eq!(spec.coverage_target, 75.0);
+//! assert_eq!(spec.layer.as_deref(), Some("L1"));
+//! ```
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -212,7 +221,7 @@ fn append(existing: Option<&Value>, item: Value) -> Value {
     Value::Array(list)
 }
 
-/// The seed's report text ("## [executor] Test Execution Results").
+/// The seed's report text (`## [executor] Test Execution Results`).
 pub fn report_text(task: &Task, r: &RunResult) -> String {
     let coverage = r
         .coverage
