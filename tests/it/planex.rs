@@ -162,6 +162,17 @@ fn issues_become_commits_and_a_resume_never_commits_twice() {
         log.contains(&format!("Wavecrew-Task: {SESSION}/EXEC-001")),
         "{log}"
     );
+    let commits = git(
+        root,
+        &[
+            "log",
+            "--reverse",
+            "--format=%s%n%b",
+            "--name-only",
+            "HEAD~2..HEAD",
+        ],
+    );
+    insta::assert_snapshot!("planex_commits", commits);
     let first = git(root, &["log", "--format=%H", "--grep=ISS-20261123-001"]);
     let files = git(root, &["show", "--name-only", "--format=", first.trim()]);
     assert_eq!(files.trim(), "src/greet.txt", "exactly the attempt's files");

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 use wavecrew_core::{Task, TaskId, TaskStatus, TaskStore};
-use wavecrew_testkit::{bin_path, run_bin};
+use wavecrew_testkit::{bin_path, insta_settings, run_bin};
 
 const SESSION: &str = "RD-auth-2026-11-23";
 
@@ -112,6 +112,13 @@ fn two_phases_with_summaries_context_and_the_resume_check() {
         "phase 1's summaries were the context"
     );
     let summary = std::fs::read_to_string(session.join("phase-1/summary-IMPL-102.md")).unwrap();
+    let minutes = regex::Regex::new(r"duration: [0-9.]+m").unwrap();
+    insta_settings().bind(|| {
+        insta::assert_snapshot!(
+            "roadmap_summary",
+            minutes.replace(&summary, "duration: [MINUTES]m")
+        );
+    });
     let yaml = summary.split("---\n").nth(1).unwrap();
     let front: Value = serde_norway::from_str(yaml).unwrap();
     assert_eq!(front["phase"], 1);

@@ -33,31 +33,27 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-#[test]
-fn the_test_fix_loop_on_a_real_pytest_project() {
-    let pytest = cache().join("py/bin/pytest");
-    assert!(
-        pytest.exists(),
-        "run scripts/test.sh: it installs pytest into {}",
-        cache().display()
-    );
-    let fix = json!({"match": {"prompt_contains": "Only fix the test files"}, "steps": [
-        {"replace": {"path": "tests/test_calc.py", "find": "calc.multiply(3, 4) == 12", "with": "calc.multiply(3, 4) == 7"}},
-        {"replace": {"path": "tests/test_calc.py", "find": "calc.find_user(\"bob\").name == \"Bob\"", "with": "calc.find_user(\"ada\")[\"name\"] == \"Ada Lovelace\""}},
-        {"say": "fixed two expectations in tests/test_calc.py"}
-    ]});
-    let p = project(&[], &json!([fix]), "");
+/// One framework's run: the fixture, the fixer's edits, what to add
+/// before the run, and the tool folder to put first on `PATH`.
+struct Case {
+    fixture: &'static str,
+    framework: &'static str,
+    fix: Value,
+    tool_bin: PathBuf,
+    prepare: fn(&Path),
+}
+
+/// Run two `TESTRUN-*` tasks of a project through `wavecrew run` and check
+/// the records; returns the first run record, redacted for a snapshot.
+fn run_case(case: &Case) -> String {
+    let p = project(&[], &json!([case.fix]), "");
     copy_dir(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../crates/validation/tests/fixtures/pytest-project"),
+            .join("../crates/validation/tests/fixtures")
+            .join(case.fixture),
         p.root(),
     );
-    // A passing test whose name says FAIL: the seed's "output lacks FAIL" rule failed the run.
-    std::fs::write(
-        p.root().join("tests/test_names.py"),
-        "def test_reports_FAILED_status():\n    assert True\n",
-    )
-    .unwrap();
+    (case.prepare)(p.root());
     let s = p.session();
     std::fs::create_dir_all(s.join("roles")).unwrap();
     std::fs::write(
@@ -96,7 +92,7 @@ fn the_test_fix_loop_on_a_real_pytest_project() {
     let wavecrew = bin_path("wavecrew");
     let path = format!(
         "{}:{}",
-        pytest.parent().unwrap().display(),
+        case.tool_bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let strategist = Command::new(&wavecrew)
@@ -112,7 +108,10 @@ fn the_test_fix_loop_on_a_real_pytest_project() {
             "--summary",
             "strategy",
             "--data",
-            r#"{"test_strategy": {"framework": "Pytest"}}"#,
+            &format!(
+                r#"{{"test_strategy": {{"framework": "{}"}}}}"#,
+                case.framework
+            ),
         ])
         .current_dir(p.root())
         .output()
@@ -201,7 +200,66 @@ fn the_test_fix_loop_on_a_real_pytest_project() {
         executor["defect_patterns"].is_array() && executor["effective_test_patterns"].is_array()
     );
     assert_eq!(
-        state["role_state"]["strategist"]["test_strategy"]["framework"], "Pytest",
+        state["role_state"]["strategist"]["test_strategy"]["framework"], case.framework,
         "the strategist's state is kept"
     );
+    let mut record = run1.clone();
+    for key in ["timestamp", "evidence", "rounds", "coverage"] {
+        record.as_object_mut().unwrap().shift_remove(key);
+    }
+    serde_json::to_string_pretty(&record).unwrap()
+}
+
+#[test]
+fn the_test_fix_loop_on_a_real_pytest_project() {
+    let pytest = cache().join("py/bin/pytest");
+    assert!(
+        pytest.exists(),
+        "run scripts/test.sh: it installs pytest into {}",
+        cache().display()
+    );
+    let record = run_case(&Case {
+        fixture: "pytest-project",
+        framework: "Pytest",
+        fix: json!({"match": {"prompt_contains": "Only fix the test files"}, "steps": [
+            {"replace": {"path": "tests/test_calc.py", "find": "calc.multiply(3, 4) == 12", "with": "calc.multiply(3, 4) == 7"}},
+            {"replace": {"path": "tests/test_calc.py", "find": "calc.find_user(\"bob\").name == \"Bob\"", "with": "calc.find_user(\"ada\")[\"name\"] == \"Ada Lovelace\""}},
+            {"say": "fixed two expectations in tests/test_calc.py"}
+        ]}),
+        tool_bin: pytest.parent().unwrap().to_owned(),
+        // A passing test whose name says FAIL: the seed's "output lacks FAIL" rule failed the run.
+        prepare: |root| {
+            std::fs::write(
+                root.join("tests/test_names.py"),
+                "def test_reports_FAILED_status():\n    assert True\n",
+            )
+            .unwrap();
+        },
+    });
+    insta::assert_snapshot!("pytest_run_record", record);
+}
+
+#[test]
+fn the_test_fix_loop_on_a_real_jest_project() {
+    let modules = cache().join("node/node_modules");
+    assert!(
+        modules.join(".bin/jest").exists(),
+        "run scripts/test.sh: it installs jest into {}",
+        cache().display()
+    );
+    let record = run_case(&Case {
+        fixture: "jest-project",
+        framework: "Jest",
+        fix: json!({"match": {"prompt_contains": "Only fix the test files"}, "steps": [
+            {"replace": {"path": "src/math.test.js", "find": "expect(multiply(3, 4)).toBe(12)", "with": "expect(multiply(3, 4)).toBe(7)"}},
+            {"replace": {"path": "src/math.test.js", "find": "expect(user({}, 'id')).toBe('Ada')", "with": "expect(user({ id: { name: 'Ada' } }, 'id')).toBe('Ada')"}},
+            {"say": "fixed two expectations in src/math.test.js"}
+        ]}),
+        tool_bin: modules.join(".bin"),
+        prepare: |root| {
+            let modules = cache().join("node/node_modules");
+            std::os::unix::fs::symlink(modules, root.join("node_modules")).unwrap();
+        },
+    });
+    insta::assert_snapshot!("jest_run_record", record);
 }
