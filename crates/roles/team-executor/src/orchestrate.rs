@@ -158,6 +158,7 @@ pub struct Team<'a, B: MessageBus> {
     reported: HashSet<TaskId>,
     started: Instant,
     seen_messages: HashSet<String>,
+    last_saved: Option<(usize, usize, usize)>,
     revisions: HashMap<String, u32>,
     paused: Option<(String, String)>,
 }
@@ -205,6 +206,7 @@ impl<'a, B: MessageBus> Team<'a, B> {
             reported: HashSet::new(),
             started: Instant::now(),
             seen_messages: HashSet::new(),
+            last_saved: None,
             revisions: HashMap::new(),
             paused: None,
         }
@@ -730,7 +732,17 @@ impl<'a, B: MessageBus> Team<'a, B> {
                     })?;
                 }
             }
-            write_session(&mut self.valid, &tasks)?;
+            // The session file changes when a worker starts or ends or a
+            // task completes: rewrite it then, not on every poll.
+            let key = (
+                self.valid.session.active_workers.len(),
+                done,
+                tasks.iter().filter(|t| t.status.is_terminal()).count(),
+            );
+            if self.last_saved != Some(key) {
+                write_session(&mut self.valid, &tasks)?;
+                self.last_saved = Some(key);
+            }
             if busy == 0 && ready.is_empty() && orphans.is_empty() {
                 if let Some((task, reason)) = self.paused.clone() {
                     self.valid.session.status = wavecrew_core::SessionStatus::Paused;
