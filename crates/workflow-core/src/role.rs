@@ -214,6 +214,11 @@ where
         }
         let task = match store.claim(&id, &worker)? {
             Claim::Claimed(task) => *task,
+            // A fast-advance successor taken by someone else in between
+            // is not an error: the orchestrator started a worker for it.
+            Claim::NotPending(_) | Claim::Blocked(_) if !summary.fast_advanced.is_empty() => {
+                return Ok(summary);
+            }
             Claim::NotPending(status) => {
                 if options.task.is_some() {
                     summary.not_taken = Some(format!("{} is {status}, not pending", id.as_str()));
