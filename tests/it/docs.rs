@@ -57,3 +57,34 @@ fn docs_cli_md_matches_the_binaries() {
          `WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-e2e docs` and commit it"
     );
 }
+
+#[test]
+fn the_binary_embeds_every_file_of_the_demo() {
+    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name == "target" || name == "Cargo.lock" {
+                continue;
+            }
+            if p.is_dir() {
+                walk(base, &p, out);
+            } else {
+                out.push(p.strip_prefix(base).unwrap().display().to_string());
+            }
+        }
+    }
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/demo");
+    let mut on_disk = Vec::new();
+    walk(&base, &base, &mut on_disk);
+    on_disk.sort();
+    let mut embedded: Vec<String> = wavecrew_cli::commands::demo::FILES
+        .iter()
+        .map(|(p, _)| (*p).to_owned())
+        .collect();
+    embedded.sort();
+    assert_eq!(
+        embedded, on_disk,
+        "bins/src/commands/demo.rs FILES must list every file of examples/demo"
+    );
+}
