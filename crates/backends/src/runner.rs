@@ -232,7 +232,11 @@ impl Backend for CliBackend {
                     .into_iter()
                     .filter(|p| !is_ignored(&root.join(p), &ignored))
                     .collect();
-                relative_to(kept, &root, &request.cwd)
+                narrow_to_claimed(
+                    relative_to(kept, &root, &request.cwd),
+                    &stream,
+                    &request.cwd,
+                )
             }
             _ => stream.files.clone(),
         };
@@ -308,6 +312,51 @@ fn relative_to(paths: Vec<String>, root: &Path, cwd: &Path) -> Vec<String> {
     paths
         .into_iter()
         .map(|p| p.strip_prefix(&prefix).map_or(p.clone(), str::to_owned))
+        .collect()
+}
+
+/// Tools that can change any file (a shell): after one of them, the
+/// stream cannot say which files the agent changed.
+const SHELL_TOOLS: [&str; 6] = [
+    "Bash",
+    "exec_command",
+    "shell",
+    "shell_command",
+    "run_shell_command",
+    "command_execution",
+];
+
+/// When the stream names every file the agent wrote (file tools only, no
+/// shell), keep only those of the `git status` diff: another attempt
+/// running in the same work tree at the same time does not lend its files
+/// to this one. After a shell tool, the whole diff is the evidence.
+pub fn narrow_to_claimed(changed: Vec<String>, stream: &StreamState, cwd: &Path) -> Vec<String> {
+    let shell = stream
+        .tool_calls
+        .iter()
+        .any(|(name, _)| SHELL_TOOLS.contains(&name.as_str()));
+    if shell || stream.files.is_empty() {
+        return changed;
+    }
+    let cwd_abs = cwd.canonicalize().unwrap_or_else(|_| cwd.to_owned());
+    let claimed: Vec<String> = stream
+        .files
+        .iter()
+        .map(|f| {
+            let p = Path::new(f);
+            let rel = if p.is_absolute() {
+                p.strip_prefix(&cwd_abs)
+                    .or_else(|_| p.strip_prefix(cwd))
+                    .map_or_else(|_| p.to_path_buf(), Path::to_path_buf)
+            } else {
+                p.to_path_buf()
+            };
+            rel.to_string_lossy().trim_start_matches("./").to_owned()
+        })
+        .collect();
+    changed
+        .into_iter()
+        .filter(|f| claimed.contains(f))
         .collect()
 }
 

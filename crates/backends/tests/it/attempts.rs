@@ -480,3 +480,56 @@ async fn an_interrupted_attempt_is_resumed_in_its_native_session() {
         "{argv}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_attempts_side_by_side_keep_their_own_files() {
+    let repo = git_repo();
+    let out = tempfile::tempdir().unwrap();
+    let config = scripted_config(
+        out.path(),
+        "s",
+        "claude",
+        &json!({"scenarios": [
+            {"match": {"task": "IMPL-001"}, "steps": [
+                {"write": {"path": "a.txt", "content": "a"}}, {"sleep_ms": 600}, {"say": "a"}]},
+            {"match": {"task": "IMPL-002"}, "steps": [
+                {"sleep_ms": 200}, {"write": {"path": "b.txt", "content": "b"}}, {"say": "b"}]},
+            {"match": {"task": "IMPL-003"}, "steps": [
+                {"run": ["touch", "c.txt"]}, {"sleep_ms": 900}, {"say": "c"}]}
+        ]}),
+        "",
+    );
+    let backend = CliBackend::new(config.backend("s").unwrap());
+    let mut first = request(
+        repo.path(),
+        &out.path().join("1"),
+        "p",
+        limits(20_000, 20_000),
+    );
+    first.task_id = "IMPL-001".into();
+    let mut second = request(
+        repo.path(),
+        &out.path().join("2"),
+        "p",
+        limits(20_000, 20_000),
+    );
+    second.task_id = "IMPL-002".into();
+    let mut shell = request(
+        repo.path(),
+        &out.path().join("3"),
+        "p",
+        limits(20_000, 20_000),
+    );
+    shell.task_id = "IMPL-003".into();
+    let (a, b, c) = tokio::join!(
+        backend.run(&first),
+        backend.run(&second),
+        backend.run(&shell)
+    );
+    assert_eq!(a.files_changed, vec!["a.txt"], "{a:#?}");
+    assert_eq!(b.files_changed, vec!["b.txt"], "{b:#?}");
+    // After a shell command the stream cannot say what changed: the whole
+    // diff is the evidence, the neighbours' files included.
+    assert!(c.files_changed.contains(&"c.txt".to_owned()), "{c:#?}");
+    assert!(c.files_changed.len() >= 2, "{c:#?}");
+}
