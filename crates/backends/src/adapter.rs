@@ -327,6 +327,7 @@ pub fn build(backend: &ResolvedBackend, request: &AttemptRequest) -> Invocation 
         env,
         env_remove: vec!["CLAUDECODE".into()],
         stdin,
+        leak_timeout: crate::supervise::DEFAULT_LEAK_TIMEOUT,
     };
     spawn.env.extend(request.env.clone());
     Invocation {

@@ -9,6 +9,14 @@
 //! * when the child exits by itself, whatever it left running in its group
 //!   (a background grandchild) is terminated the same way, so no process
 //!   outlives the attempt;
+//! * a descendant that left the group (`setsid`) cannot be signalled with
+//!   it; if it still holds stdout or stderr open, the pipes are read for
+//!   [`Spawn::leak_timeout`] more after the child has ended, then closed
+//!   unread, and [`Supervised::leak`] says so: supervision never hangs on
+//!   an escaped process;
+//! * a group is only ever signalled through a [`Pgid`], which cannot be 0
+//!   (`killpg(0, …)` would signal wavecrew's own group) nor wavecrew's own
+//!   group; a child whose pid is unknown is killed through its handle;
 //! * stdout and stderr are copied to files as they arrive, and the last
 //!   [`TAIL_BYTES`] of each are kept in memory; every stdout line is handed
 //!   to a callback (the event parser).
@@ -21,12 +29,15 @@ use std::time::Duration;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
-use tokio::process::Command;
+use tokio::process::{Child, Command};
 use tokio::time::Instant;
 use wavecrew_core::Limits;
 
 /// How much of each stream is kept in memory.
 pub const TAIL_BYTES: usize = 64 * 1024;
+
+/// How long the pipes are read after the child has ended, by default.
+pub const DEFAULT_LEAK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What the child reads on stdin.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +63,10 @@ pub struct Spawn {
     pub env_remove: Vec<String>,
     /// What stdin holds.
     pub stdin: StdinInput,
+    /// After the child has ended (and its group was terminated), how long
+    /// stdout and stderr are still read before they are closed unread: a
+    /// process that left the group (`setsid`) may hold them open forever.
+    pub leak_timeout: Duration,
 }
 
 impl Spawn {
@@ -64,6 +79,7 @@ impl Spawn {
             env: BTreeMap::new(),
             env_remove: Vec::new(),
             stdin: StdinInput::Null,
+            leak_timeout: DEFAULT_LEAK_TIMEOUT,
         }
     }
 }
@@ -101,6 +117,58 @@ pub struct Supervised {
     pub stdout_path: Option<PathBuf>,
     /// Where stderr was written.
     pub stderr_path: Option<PathBuf>,
+    /// Pipes that were still held open [`Spawn::leak_timeout`] after the
+    /// child had ended, and were closed unread.
+    pub leak: Option<PipeLeak>,
+}
+
+/// Pipes an escaped descendant still held when supervision gave up on them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PipeLeak {
+    /// The streams left open (`stdout`, `stderr`).
+    pub streams: Vec<&'static str>,
+    /// How long they were read after the child had ended.
+    pub waited: Duration,
+}
+
+impl PipeLeak {
+    /// One line for a person: what happened and what it means.
+    pub fn note(&self) -> String {
+        format!(
+            "{} still held open {} ms after the agent ended, by a process that left its \
+             process group (setsid); wavecrew closed {} unread and did not wait for it \
+             (that process may still be running)",
+            self.streams.join(" and "),
+            self.waited.as_millis(),
+            if self.streams.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+        )
+    }
+}
+
+/// A process group that may be signalled: a positive id above 1 that is
+/// not wavecrew's own group. `killpg(0, …)` signals the caller's own group
+/// and `killpg(1, …)` init's; neither can be built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pgid(Pid);
+
+impl Pgid {
+    /// The group led by the process `pid` (a child spawned as the leader
+    /// of its own group); `None` when there is no pid, or it is 0, 1, out
+    /// of range, or wavecrew's own group.
+    pub fn of_leader(pid: Option<u32>) -> Option<Pgid> {
+        let raw = i32::try_from(pid?).ok().filter(|p| *p > 1)?;
+        let pid = Pid::from_raw(raw);
+        (pid != nix::unistd::getpgrp()).then_some(Pgid(pid))
+    }
+
+    /// The raw id.
+    pub fn as_raw(self) -> i32 {
+        self.0.as_raw()
+    }
 }
 
 /// A bounded tail of a stream.
@@ -122,17 +190,29 @@ impl Tail {
 }
 
 /// Send `signal` to the group; `false` when the group no longer exists.
-fn signal_group(pgid: Pid, signal: Signal) -> bool {
-    !matches!(killpg(pgid, signal), Err(nix::errno::Errno::ESRCH))
+fn signal_group(pgid: Pgid, signal: Signal) -> bool {
+    !matches!(killpg(pgid.0, signal), Err(nix::errno::Errno::ESRCH))
 }
 
 /// Whether any process of the group is still there.
-fn group_alive(pgid: Pid) -> bool {
-    !matches!(killpg(pgid, None), Err(nix::errno::Errno::ESRCH))
+fn group_alive(pgid: Pgid) -> bool {
+    !matches!(killpg(pgid.0, None), Err(nix::errno::Errno::ESRCH))
+}
+
+/// Stop the child and everything in its group: SIGTERM to the group, up to
+/// `grace` for it to empty, then SIGKILL. Without a group to signal, the
+/// child alone is killed through its handle (never through group 0).
+async fn terminate(child: &mut Child, pgid: Option<Pgid>, grace: Duration) {
+    match pgid {
+        Some(pgid) => terminate_group(pgid, grace).await,
+        None => {
+            let _ = child.start_kill();
+        }
+    }
 }
 
 /// SIGTERM the group, wait up to `grace` for it to empty, then SIGKILL.
-async fn terminate_group(pgid: Pid, grace: Duration) {
+async fn terminate_group(pgid: Pgid, grace: Duration) {
     if !signal_group(pgid, Signal::SIGTERM) {
         return;
     }
@@ -171,6 +251,7 @@ pub async fn supervise(
         duration: Duration::ZERO,
         stdout_path: stdout_path.map(Path::to_owned),
         stderr_path: stderr_path.map(Path::to_owned),
+        leak: None,
     };
     let mut cmd = Command::new(&spawn.program);
     cmd.args(&spawn.args)
@@ -195,12 +276,8 @@ pub async fn supervise(
             return result;
         }
     };
-    let pgid = Pid::from_raw(
-        child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .unwrap_or(0),
-    );
+    // Taken now: once the child is reaped its id is gone.
+    let pgid = Pgid::of_leader(child.id());
     if let (StdinInput::Bytes(bytes), Some(mut stdin)) = (&spawn.stdin, child.stdin.take()) {
         // Written from a task so a child that does not read cannot block
         // us; dropped at the end, which closes the pipe.
@@ -221,7 +298,14 @@ pub async fn supervise(
     let mut status: Option<std::io::Result<ExitStatus>> = None;
     let mut killed: Option<Ended> = None;
 
+    // Set once the child has ended and its group is gone: pipes still open
+    // after it are held by a process that left the group.
+    let mut leak_deadline: Option<Instant> = None;
+
     while status.is_none() || stdout.is_some() || stderr.is_some() {
+        if status.is_some() && leak_deadline.is_none() {
+            leak_deadline = Some(Instant::now() + spawn.leak_timeout);
+        }
         let stall_deadline = last_output + limits.stall;
         let deadline = wall_deadline.min(stall_deadline);
         tokio::select! {
@@ -229,7 +313,7 @@ pub async fn supervise(
                 status = Some(s);
                 // Whatever the child left in its group goes with it; this
                 // also closes pipes a background grandchild still holds.
-                terminate_group(pgid, limits.grace).await;
+                terminate(&mut child, pgid, limits.grace).await;
             }
             n = read_line(&mut stdout, &mut out_buf) => {
                 if n > 0 {
@@ -252,14 +336,35 @@ pub async fn supervise(
                 }
                 err_buf.clear();
             }
-            () = tokio::time::sleep_until(deadline), if killed.is_none() => {
+            () = tokio::time::sleep_until(deadline), if killed.is_none() && status.is_none() => {
                 killed = Some(if Instant::now() >= wall_deadline { Ended::TimedOut } else { Ended::Stalled });
-                terminate_group(pgid, limits.grace).await;
-                if status.is_none() {
-                    status = Some(child.wait().await);
+                terminate(&mut child, pgid, limits.grace).await;
+                status = Some(child.wait().await);
+            }
+            () = sleep_until_some(leak_deadline) => {
+                let mut streams = Vec::new();
+                // A partial last line is kept; the rest of the pipe is not read.
+                if stdout.take().is_some() {
+                    streams.push("stdout");
+                    if !out_buf.is_empty() {
+                        out_tail.push(&out_buf);
+                        write_sink(&mut out_sink, &out_buf).await;
+                        on_line(String::from_utf8_lossy(&out_buf).trim_end_matches(['\n', '\r']));
+                    }
                 }
+                if stderr.take().is_some() {
+                    streams.push("stderr");
+                    if !err_buf.is_empty() {
+                        err_tail.push(&err_buf);
+                        write_sink(&mut err_sink, &err_buf).await;
+                    }
+                }
+                result.leak = Some(PipeLeak { streams, waited: spawn.leak_timeout });
             }
         }
+    }
+    for sink in [&mut out_sink, &mut err_sink].into_iter().flatten() {
+        let _ = sink.flush().await;
     }
     result.duration = started.elapsed();
     result.stdout_tail = out_tail.text();
@@ -279,6 +384,14 @@ pub async fn supervise(
     result
 }
 
+/// Sleep until `deadline`; never resolves without one.
+async fn sleep_until_some(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Read one line (or what is left) into `buf`; 0 at end of stream. A
 /// missing stream never resolves.
 async fn read_line<R: AsyncRead + Unpin>(
@@ -296,5 +409,38 @@ async fn write_sink(sink: &mut Option<tokio::fs::File>, bytes: &[u8]) {
         && f.write_all(bytes).await.is_err()
     {
         *sink = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    #[test]
+    fn no_group_from_a_missing_zero_init_or_own_pid() {
+        let own = u32::try_from(nix::unistd::getpgrp().as_raw()).unwrap();
+        for pid in [None, Some(0), Some(1), Some(own), Some(u32::MAX)] {
+            assert_eq!(Pgid::of_leader(pid), None, "{pid:?}");
+        }
+        let Some(pgid) = Pgid::of_leader(Some(4242)) else {
+            panic!("a plain pid is a group")
+        };
+        assert_eq!(pgid.as_raw(), 4242);
+    }
+
+    #[tokio::test]
+    async fn a_child_without_a_group_is_killed_through_its_handle() {
+        // Were this a `killpg(0, …)`, the SIGTERM would end this test
+        // process (its own group) instead of the child.
+        let mut child = Command::new("sleep")
+            .arg("600")
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        terminate(&mut child, None, Duration::from_millis(100)).await;
+        let status = child.wait().await.unwrap();
+        assert_eq!(status.signal(), Some(Signal::SIGKILL as i32));
     }
 }

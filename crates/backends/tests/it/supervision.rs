@@ -73,6 +73,34 @@ fn child() {
             .unwrap();
             println!("left a grandchild behind");
         }
+        "escape" => {
+            // Start a grandchild in a session of its own (`setsid`), so it
+            // is outside our process group, sharing our stdout and stderr;
+            // record its pid and exit.
+            let mut spawn = std::process::Command::new("setsid");
+            spawn
+                .arg(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "supervision::child",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(JOB_ENV, "sleep-hour");
+            #[allow(clippy::zombie_processes)]
+            let escaped = spawn.spawn().unwrap();
+            // Exit only once it has left our group, or the group's SIGTERM
+            // would still reach it.
+            while session_of(escaped.id()) != Some(escaped.id()) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            std::fs::write(
+                std::env::var(PID_FILE_ENV).unwrap(),
+                escaped.id().to_string(),
+            )
+            .unwrap();
+            println!("escaped: {}", escaped.id());
+        }
         "sleep-hour" => std::thread::sleep(Duration::from_secs(3600)),
         "ignore-term" => {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -99,6 +127,18 @@ fn child() {
         }
         other => panic!("unknown job {other}"),
     }
+}
+
+/// The session id of a process, from `/proc/<pid>/stat`.
+fn session_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the `(comm)` field: state, ppid, pgrp, session.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(3)?
+        .parse()
+        .ok()
 }
 
 fn alive(pid: i32) -> bool {
@@ -156,6 +196,77 @@ async fn a_grandchild_does_not_outlive_the_attempt() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(!alive(pid), "grandchild {pid} survived");
+}
+
+#[tokio::test]
+async fn an_escaped_descendant_holding_the_pipes_does_not_hang_the_attempt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let pid_file: PathBuf = tmp.path().join("escaped.pid");
+    let mut spawn = job_spawn("escape", &[]);
+    spawn
+        .env
+        .insert(PID_FILE_ENV.into(), pid_file.display().to_string());
+    spawn.leak_timeout = Duration::from_millis(500);
+    let out_file = tmp.path().join("stdout.log");
+    // Without a leak timeout this waits for the escaped sleeper (an hour):
+    // the outer timeout turns that hang into a failure.
+    let out = tokio::time::timeout(
+        Duration::from_secs(60),
+        supervise(
+            &spawn,
+            &limits(20_000, 20_000),
+            Some(&out_file),
+            None,
+            |_| {},
+        ),
+    )
+    .await;
+    let pid: Option<i32> = std::fs::read_to_string(&pid_file)
+        .ok()
+        .and_then(|s| s.parse().ok());
+    if let Some(pid) = pid {
+        // The test cleans up after itself; wavecrew cannot reach it.
+        assert!(alive(pid), "the escaped process {pid} was expected to run");
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let out = out.expect("supervision hung on pipes held by an escaped process");
+    assert!(pid.is_some(), "the child did not start its escapee");
+    assert!(
+        matches!(out.ended, Ended::Exited { code: Some(0), .. }),
+        "{:?}",
+        out.ended
+    );
+    let leak = out.leak.expect("the leak is reported");
+    assert_eq!(leak.streams, ["stdout", "stderr"]);
+    assert_eq!(leak.waited, Duration::from_millis(500));
+    assert!(
+        leak.note()
+            .contains("stdout and stderr still held open 500 ms")
+    );
+    // What the child printed before it left is kept.
+    assert!(out.stdout_tail.contains("escaped: "), "{}", out.stdout_tail);
+    assert!(
+        std::fs::read_to_string(&out_file)
+            .unwrap()
+            .contains("escaped: ")
+    );
+}
+
+#[tokio::test]
+async fn pipes_closed_in_time_are_no_leak() {
+    let out = supervise(
+        &job_spawn("echo", &["--", "hello"]),
+        &limits(20_000, 20_000),
+        None,
+        None,
+        |_| {},
+    )
+    .await;
+    assert!(matches!(out.ended, Ended::Exited { code: Some(0), .. }));
+    assert_eq!(out.leak, None);
 }
 
 #[tokio::test]
