@@ -199,6 +199,7 @@ async fn run_one(args: &RunArgs, config_file: Option<&Path>) -> CmdResult {
     };
     let runner = CliBackend::new(backend.clone())
         .with_secret_names(config.redact.env.clone())
+        .with_leak_timeout(config.leak_timeout())
         .isolating_home(
             backend
                 .spec

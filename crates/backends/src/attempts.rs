@@ -8,17 +8,21 @@
 //! the next backend, or stop. An attempt that was interrupted (its folder
 //! holds `session.json` but no `outcome.json`) is resumed through the CLI's
 //! native resume instead of starting over.
+//!
+//! Faults of the environment stop the task at once, without retries: an
+//! attempt whose files could not be redacted, or whose `outcome.json`
+//! could not be written ([`TaskRun::error`] says which).
 
 use std::path::{Path, PathBuf};
 
 use rand::Rng;
 use serde::Serialize;
-use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, Mode, OutcomeClass, TaskId};
+use wavecrew_core::{AttemptOutcome, AttemptRequest, Mode, OutcomeClass, TaskId};
 
 use crate::adapter::supports_resume;
 use crate::config::Config;
 use crate::routing::{NextStep, Switch, next_step, route};
-use crate::runner::CliBackend;
+use crate::runner::{AttemptError, CliBackend};
 
 /// Something that happened while running a task's attempts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,6 +64,9 @@ pub struct AttemptRecord {
     pub dir: PathBuf,
     /// What it did.
     pub outcome: AttemptOutcome,
+    /// Faults around the agent (an escaped process holding the pipes, a
+    /// file that could not be redacted or written), one line each.
+    pub notes: Vec<String>,
 }
 
 /// What all the attempts of a task came to.
@@ -73,6 +80,10 @@ pub struct TaskRun {
     pub success: bool,
     /// Why it stopped, when it did not succeed.
     pub failure: Option<String>,
+    /// The attempt error that stopped it, when the environment is at
+    /// fault (a full disk, a file that could not be redacted or written).
+    #[serde(skip)]
+    pub error: Option<AttemptError>,
 }
 
 impl TaskRun {
@@ -155,12 +166,26 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
         switches: Vec::new(),
         success: false,
         failure: None,
+        error: None,
     };
     let mut tried: Vec<String> = Vec::new();
     let mut requested = config.canonical_name(spec.backend);
-    let mut resume = interrupted_session(&dir);
+    let listing = dir.clone();
+    let (mut resume, mut attempt_no) = match tokio::task::spawn_blocking(move || {
+        (
+            interrupted_session(&listing),
+            existing_attempts(&listing).last().copied().unwrap_or(0),
+        )
+    })
+    .await
+    {
+        Ok(found) => found,
+        Err(e) => {
+            run.failure = Some(format!("listing {}: {e}", dir.display()));
+            return run;
+        }
+    };
     let mut previous_error: Option<String> = None;
-    let mut attempt_no = existing_attempts(&dir).last().copied().unwrap_or(0);
     loop {
         let routed = route(config, &requested, spec.cwd, &tried).await;
         for s in &routed.switches {
@@ -175,6 +200,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
         let backend = CliBackend::new(resolved.clone())
             .ignoring(spec.session_dir)
             .with_secret_names(config.redact.env.clone())
+            .with_leak_timeout(config.leak_timeout())
             .isolating_home(
                 resolved
                     .spec
@@ -210,7 +236,19 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 backend: resolved.name.clone(),
                 resume: resume_session,
             });
-            let outcome = backend.run(&request).await;
+            let (outcome, notes, fault) = match backend.attempt(&request).await {
+                Ok(a) => {
+                    let fault = (!a.unredacted.is_empty())
+                        .then(|| a.outcome.error.clone().unwrap_or_default());
+                    (a.outcome, a.notes, fault)
+                }
+                Err(e) => {
+                    let outcome = e.as_outcome(&resolved.name);
+                    let fault = e.to_string();
+                    run.error = Some(e);
+                    (outcome, Vec::new(), Some(fault))
+                }
+            };
             (spec.on_event)(&AttemptEvent::Finished {
                 attempt: attempt_no,
                 outcome: outcome.clone(),
@@ -225,7 +263,14 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 attempt: attempt_no,
                 dir: request.attempt_dir.clone(),
                 outcome,
+                notes,
             });
+            if let Some(fault) = fault {
+                // The environment is at fault: another attempt would meet
+                // the same disk.
+                run.failure = Some(format!("attempt {attempt_no}: {fault}"));
+                return run;
+            }
             match step {
                 NextStep::Done => {
                     run.success = true;

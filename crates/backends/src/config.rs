@@ -11,6 +11,7 @@
 //! [limits]
 //! timeout_secs = 1800        # wall clock per attempt
 //! stall_timeout_secs = 300   # no output for this long: killed
+//! leak_timeout_ms = 2000     # pipes held after the agent ended: closed
 //! max_parallel = 4           # attempts at once, all backends together
 //!
 //! [aliases]                  # the seeds' names → any backend
@@ -238,6 +239,9 @@ pub struct LimitsConfig {
     pub stall_timeout_secs: u64,
     /// Between SIGTERM and SIGKILL, seconds.
     pub grace_secs: u64,
+    /// After the agent has ended, how long its stdout and stderr are still
+    /// read when a process that left its group holds them, milliseconds.
+    pub leak_timeout_ms: u64,
     /// Attempts at once, all backends together.
     pub max_parallel: usize,
     /// A private `HOME`/`TMPDIR` per attempt, for every backend.
@@ -251,6 +255,8 @@ impl Default for LimitsConfig {
             timeout_secs: d.wall.as_secs(),
             stall_timeout_secs: d.stall.as_secs(),
             grace_secs: d.grace.as_secs(),
+            leak_timeout_ms: u64::try_from(crate::supervise::DEFAULT_LEAK_TIMEOUT.as_millis())
+                .unwrap_or(u64::MAX),
             max_parallel: 4,
             isolate_home: false,
         }
@@ -530,6 +536,12 @@ impl Config {
             ),
             grace: Duration::from_secs(self.limits.grace_secs),
         }
+    }
+
+    /// How long pipes held by an escaped process are read after the agent
+    /// has ended (`[limits] leak_timeout_ms`).
+    pub fn leak_timeout(&self) -> Duration {
+        Duration::from_millis(self.limits.leak_timeout_ms)
     }
 
     /// The fallback chain after `backend`: its own, else the global one,

@@ -1,10 +1,12 @@
 //! One attempt through an agent CLI: the [`Backend`] implementation.
 //!
-//! [`CliBackend::run`] snapshots `git status`, writes the prompt, spawns the
-//! CLI under supervision, parses its stream as it arrives (recording the
-//! native session id in `session.json` the moment it appears, so an
+//! [`CliBackend::attempt`] snapshots `git status`, writes the prompt, spawns
+//! the CLI under supervision, parses its stream as it arrives (recording
+//! the native session id in `session.json` the moment it appears, so an
 //! interrupted attempt can be resumed), classifies the outcome, redacts
-//! secrets from every file it wrote and records `outcome.json`.
+//! secrets from every file it wrote and records `outcome.json`. Every file
+//! write and `git` run happens on the blocking pool, never on the async
+//! runtime's threads.
 //!
 //! The attempt folder (`attempts/<task>/<n>/`):
 //!
@@ -14,22 +16,32 @@
 //! | `argv.json` | program, arguments, folder (redacted) |
 //! | `stdout.log`, `stderr.log` | everything the CLI printed (redacted) |
 //! | `session.json` | `{"backend", "session_id"}` as soon as the stream names it |
-//! | `outcome.json` | the [`AttemptOutcome`] |
+//! | `outcome.json` | the [`AttemptOutcome`], plus `notes` when something went wrong around the agent |
+//!
+//! Faults are never silent: a file that cannot be redacted is replaced by a
+//! notice (or removed) and the attempt fails; pipes held open by a process
+//! that escaped the agent's group are closed after the leak timeout and
+//! noted; an `outcome.json` that cannot be written is an [`AttemptError`].
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::json;
 use wavecrew_core::fsutil::{write_atomic, write_json_atomic};
-use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, OutcomeClass};
+use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, CoreError, OutcomeClass};
 
-use crate::adapter::{self, parse_env_file};
+use crate::adapter::{self, Invocation, parse_env_file};
 use crate::config::ResolvedBackend;
 use crate::events::StreamState;
 use crate::gitdiff::Snapshot;
 use crate::outcome::classify_with_exit_hints;
-use crate::redact::Redactor;
-use crate::supervise::{Ended, supervise};
+use crate::redact::{Redactor, ScrubError};
+use crate::supervise::{DEFAULT_LEAK_TIMEOUT, Ended, Supervised, supervise};
+
+/// The files of an attempt that may hold what the agent printed.
+const CAPTURED_FILES: [&str; 4] = ["stdout.log", "stderr.log", "session.json", "prompt.txt"];
 
 /// An agent CLI (or command, or the scripted agent) as a [`Backend`].
 #[derive(Debug, Clone)]
@@ -37,7 +49,89 @@ pub struct CliBackend {
     backend: ResolvedBackend,
     extra_secret_names: Vec<String>,
     isolate_home: bool,
-    ignored: Vec<std::path::PathBuf>,
+    ignored: Vec<PathBuf>,
+    leak_timeout: Duration,
+    /// How redaction rewrites a file (atomically; tests make it fail).
+    rewrite: RewriteFn,
+    /// How `outcome.json` is written (atomically; tests make it fail).
+    record: RecordFn,
+}
+
+/// Rewrites a file for the redaction.
+type RewriteFn = fn(&Path, &[u8]) -> std::io::Result<()>;
+/// Writes `outcome.json`.
+type RecordFn = fn(&Path, &[u8]) -> wavecrew_core::Result<()>;
+
+/// One finished attempt: its outcome and what went wrong around the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Attempt {
+    /// What the attempt did (also in `outcome.json`).
+    pub outcome: AttemptOutcome,
+    /// Faults around the agent, one line each (also `notes` in
+    /// `outcome.json`): pipes held by an escaped process, files that could
+    /// not be written or redacted.
+    pub notes: Vec<String>,
+    /// Files that could not be redacted (each was replaced by a notice,
+    /// removed or emptied); when any, the attempt failed.
+    pub unredacted: Vec<PathBuf>,
+}
+
+/// An attempt that ran but could not be recorded, or whose secrets could
+/// not be kept off the disk.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AttemptError {
+    /// `outcome.json` could not be written.
+    #[error("the attempt ended as {} but its outcome could not be recorded: {message}", outcome.outcome.name())]
+    NotRecorded {
+        /// The file.
+        path: PathBuf,
+        /// The kind of the I/O error (`StorageFull` for a full disk).
+        kind: Option<std::io::ErrorKind>,
+        /// The error, naming the file.
+        message: String,
+        /// What the attempt did, as it would have been recorded.
+        outcome: Box<AttemptOutcome>,
+    },
+    /// A file could not be redacted, replaced, removed or emptied.
+    #[error(transparent)]
+    SecretLeft(#[from] ScrubError),
+    /// The blocking pool dropped the work (the runtime is shutting down).
+    #[error("the attempt was abandoned: {0}")]
+    Abandoned(String),
+}
+
+impl AttemptError {
+    /// Whether the disk (or a quota) is full: the environment's fault, the
+    /// attempt can be run again once there is space.
+    pub fn is_no_space(&self) -> bool {
+        matches!(
+            self,
+            AttemptError::NotRecorded {
+                kind: Some(std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded),
+                ..
+            }
+        )
+    }
+
+    /// The outcome to report: `failed`, with this error as its error.
+    pub fn as_outcome(&self, backend: &str) -> AttemptOutcome {
+        let mut outcome = match self {
+            AttemptError::NotRecorded { outcome, .. } => (**outcome).clone(),
+            _ => empty_outcome(backend),
+        };
+        outcome.outcome = OutcomeClass::Failed;
+        outcome.error = Some(self.to_string());
+        outcome
+    }
+}
+
+/// `outcome.json`: the outcome, and notes when there are any.
+#[derive(Serialize)]
+struct OutcomeFile<'a> {
+    #[serde(flatten)]
+    outcome: &'a AttemptOutcome,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    notes: &'a [String],
 }
 
 impl CliBackend {
@@ -48,13 +142,16 @@ impl CliBackend {
             backend,
             extra_secret_names: Vec::new(),
             ignored: Vec::new(),
+            leak_timeout: DEFAULT_LEAK_TIMEOUT,
+            rewrite: crate::redact::rewrite_atomic,
+            record: write_atomic,
         }
     }
 
     /// Leave files under `folder` out of `files_changed` (wavecrew's own
     /// session files; the attempt's folder is always left out).
     #[must_use]
-    pub fn ignoring(mut self, folder: impl Into<std::path::PathBuf>) -> Self {
+    pub fn ignoring(mut self, folder: impl Into<PathBuf>) -> Self {
         self.ignored.push(folder.into());
         self
     }
@@ -73,6 +170,14 @@ impl CliBackend {
         self
     }
 
+    /// How long pipes held open by a process that left the agent's group
+    /// are read after the agent has ended (`[limits] leak_timeout_ms`).
+    #[must_use]
+    pub fn with_leak_timeout(mut self, timeout: Duration) -> Self {
+        self.leak_timeout = timeout;
+        self
+    }
+
     /// The resolved configuration.
     pub fn config(&self) -> &ResolvedBackend {
         &self.backend
@@ -87,50 +192,63 @@ impl CliBackend {
             .map_err(|e| format!("env file {}: {e}", path.display()))?;
         Ok(parse_env_file(&text).into_iter().collect())
     }
-}
 
-fn unavailable(name: &str, message: String, started: std::time::Instant) -> AttemptOutcome {
-    AttemptOutcome {
-        backend: name.to_owned(),
-        outcome: OutcomeClass::Unavailable,
-        exit_code: None,
-        session_id: None,
-        final_message: None,
-        error: Some(message),
-        usage: None,
-        files_changed: Vec::new(),
-        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+    /// Run one attempt to its end: `Ok` with its outcome (recorded in
+    /// `outcome.json`), or an error when it could not be recorded or a
+    /// secret could not be kept off the disk.
+    pub async fn attempt(&self, request: &AttemptRequest) -> Result<Attempt, AttemptError> {
+        let started = Instant::now();
+        let this = self.clone();
+        let req = request.clone();
+        let prepared = blocking(move || this.prepare(req, started)).await?;
+        let mut prepared = match prepared {
+            Ok(p) => p,
+            Err(outcome) => {
+                return Ok(Attempt {
+                    outcome: *outcome,
+                    notes: Vec::new(),
+                    unredacted: Vec::new(),
+                });
+            }
+        };
+        let supervised = self.run_agent(&mut prepared).await;
+        let this = self.clone();
+        blocking(move || this.finish(prepared, &supervised)).await?
     }
-}
 
-#[async_trait::async_trait]
-impl Backend for CliBackend {
-    fn name(&self) -> &str {
-        &self.backend.name
-    }
-
-    async fn run(&self, request: &AttemptRequest) -> AttemptOutcome {
-        let started = std::time::Instant::now();
-        let name = self.backend.name.clone();
-        let dir = &request.attempt_dir;
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            return unavailable(
-                &name,
+    /// Before the agent (blocking): folders, environment, the prompt and
+    /// argv files, the `git status` snapshot.
+    fn prepare(
+        &self,
+        mut request: AttemptRequest,
+        started: Instant,
+    ) -> Result<Prepared, Box<AttemptOutcome>> {
+        let name = &self.backend.name;
+        let dir = request.attempt_dir.clone();
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            return Err(unavailable(
+                name,
                 format!("cannot create {}: {e}", dir.display()),
                 started,
-            );
+            ));
         }
-        let file_vars = match self.env_file_vars(&request.cwd) {
-            Ok(v) => v,
-            Err(e) => return unavailable(&name, e, started),
-        };
-        let mut request = request.clone();
+        let file_vars = self
+            .env_file_vars(&request.cwd)
+            .map_err(|e| unavailable(name, e, started))?;
         request.env.extend(file_vars.iter().cloned());
+        let mut notes = Vec::new();
         if self.isolate_home {
             let home = dir.join("home");
             let tmp = dir.join("tmp");
-            let _ = std::fs::create_dir_all(home.join(".codex"));
-            let _ = std::fs::create_dir_all(&tmp);
+            for d in [home.join(".codex"), tmp.clone()] {
+                if let Err(e) = std::fs::create_dir_all(&d) {
+                    return Err(unavailable(
+                        name,
+                        format!("cannot create {}: {e}", d.display()),
+                        started,
+                    ));
+                }
+            }
             request
                 .env
                 .insert("HOME".into(), home.to_string_lossy().into_owned());
@@ -151,15 +269,22 @@ impl Backend for CliBackend {
                 .map(|(k, v)| (k.as_str(), v.as_str())),
             &self.extra_secret_names,
         );
-        let invocation = adapter::build(&self.backend, &request);
-        let _ = write_atomic(
+        let mut invocation = adapter::build(&self.backend, &request);
+        invocation.spawn.leak_timeout = self.leak_timeout;
+        if let Err(e) = write_atomic(
             &dir.join("prompt.md"),
             redactor.redact(&request.prompt).as_bytes(),
-        );
+        ) {
+            notes.push(format!("cannot record the prompt: {e}"));
+        }
         if let Some(file) = &invocation.prompt_file {
             // The agent reads this one: it must hold the real prompt.
             if let Err(e) = write_atomic(file, request.prompt.as_bytes()) {
-                return unavailable(&name, format!("cannot write the prompt file: {e}"), started);
+                return Err(unavailable(
+                    name,
+                    format!("cannot write the prompt file: {e}"),
+                    started,
+                ));
             }
         }
         let argv = json!({
@@ -170,24 +295,53 @@ impl Backend for CliBackend {
             "cwd": invocation.spawn.cwd,
             "resume": request.resume_session,
         });
-        let _ = write_atomic(
+        if let Err(e) = write_atomic(
             &dir.join("argv.json"),
             redactor
                 .redact(&serde_json::to_string_pretty(&argv).unwrap_or_default())
                 .as_bytes(),
-        );
-
+        ) {
+            notes.push(format!("cannot record the command line: {e}"));
+        }
         let before = Snapshot::take(&request.cwd);
-        let state = Arc::new(Mutex::new(StreamState::default()));
-        let format = invocation.format;
-        let session_file = dir.join("session.json");
-        let sink = Arc::clone(&state);
-        let backend_name = name.clone();
+        Ok(Prepared {
+            request,
+            dir,
+            redactor,
+            invocation,
+            before,
+            notes,
+            state: Arc::new(Mutex::new(StreamState::default())),
+        })
+    }
+
+    /// The agent under supervision; `session.json` is written by a
+    /// blocking writer as soon as the stream names the session.
+    async fn run_agent(&self, prepared: &mut Prepared) -> Supervised {
+        let format = prepared.invocation.format;
+        let session_file = prepared.dir.join("session.json");
+        let backend_name = self.backend.name.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let writer = tokio::task::spawn_blocking(move || {
+            let mut failure = None;
+            for id in rx {
+                if let Err(e) = write_json_atomic(
+                    &session_file,
+                    &json!({"backend": backend_name, "session_id": id}),
+                ) {
+                    failure = Some(format!(
+                        "cannot record the session id (no resume possible): {e}"
+                    ));
+                }
+            }
+            failure
+        });
+        let sink = Arc::clone(&prepared.state);
         let supervised = supervise(
-            &invocation.spawn,
-            &request.limits,
-            Some(&dir.join("stdout.log")),
-            Some(&dir.join("stderr.log")),
+            &prepared.invocation.spawn,
+            &prepared.request.limits,
+            Some(&prepared.dir.join("stdout.log")),
+            Some(&prepared.dir.join("stderr.log")),
             move |line| {
                 let Some(format) = format else { return };
                 let mut st = sink
@@ -198,21 +352,44 @@ impl Backend for CliBackend {
                 if st.session_id != had
                     && let Some(id) = &st.session_id
                 {
-                    let _ = write_json_atomic(
-                        &session_file,
-                        &json!({"backend": backend_name, "session_id": id}),
-                    );
+                    let _ = tx.send(id.clone());
                 }
             },
         )
         .await;
+        // The callback (and with it the sender) is gone: the writer ends.
+        match writer.await {
+            Ok(Some(note)) => prepared.notes.push(note),
+            Ok(None) => {}
+            Err(e) => prepared
+                .notes
+                .push(format!("recording the session id failed: {e}")),
+        }
+        supervised
+    }
+
+    /// After the agent (blocking): files changed, the outcome, redaction,
+    /// `outcome.json`.
+    fn finish(&self, prepared: Prepared, supervised: &Supervised) -> Result<Attempt, AttemptError> {
+        let Prepared {
+            request,
+            dir,
+            redactor,
+            invocation,
+            before,
+            mut notes,
+            state,
+        } = prepared;
+        let name = self.backend.name.clone();
         let after = Snapshot::take(&request.cwd);
         let stream = state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone();
-
-        let outcome = classify_with_exit_hints(
+        if let Some(leak) = &supervised.leak {
+            notes.push(leak.note());
+        }
+        let class = classify_with_exit_hints(
             self.backend.kind,
             &supervised.ended,
             &stream,
@@ -242,7 +419,7 @@ impl Backend for CliBackend {
         };
         let final_message = stream.final_message.clone().or_else(|| {
             // Plain-text CLIs: the last non-empty line of stdout.
-            format.is_none().then(|| {
+            invocation.format.is_none().then(|| {
                 supervised
                     .stdout_tail
                     .lines()
@@ -251,30 +428,10 @@ impl Backend for CliBackend {
                     .map(str::to_owned)
             })?
         });
-        let error = match (&outcome, &supervised.ended) {
-            (OutcomeClass::Success, _) => None,
-            (_, Ended::SpawnFailed(why)) => Some(why.clone()),
-            (_, Ended::TimedOut) => Some(format!(
-                "timed out after {} s; the process group was killed",
-                request.limits.wall.as_secs()
-            )),
-            (_, Ended::Stalled) => Some(format!(
-                "no output for {} s; the process group was killed",
-                request.limits.stall.as_secs()
-            )),
-            (OutcomeClass::PermissionDenied, _) => {
-                Some(format!("tools were denied: {}", stream.denied.join(", ")))
-            }
-            _ => stream
-                .fatal_error
-                .as_ref()
-                .map(|(m, _)| m.clone())
-                .or_else(|| last_lines(&supervised.stderr_tail, 5))
-                .or_else(|| exit_code.map(|c| format!("exit code {c}"))),
-        };
-        let outcome = AttemptOutcome {
-            backend: name.clone(),
-            outcome,
+        let error = error_text(&class, supervised, &stream, &request, exit_code);
+        let mut outcome = AttemptOutcome {
+            backend: name,
+            outcome: class,
             exit_code,
             session_id: stream.session_id.clone(),
             final_message: final_message.map(|m| redactor.redact(&m)),
@@ -283,16 +440,149 @@ impl Backend for CliBackend {
             files_changed,
             duration_ms: u64::try_from(supervised.duration.as_millis()).unwrap_or(u64::MAX),
         };
-        for file in ["stdout.log", "stderr.log", "session.json"] {
-            let _ = redactor.redact_file(&dir.join(file));
+
+        // Redaction: a file that cannot be redacted never keeps the secret,
+        // and the attempt fails saying so.
+        let mut unredacted = Vec::new();
+        let mut scrub_errors = Vec::new();
+        for file in CAPTURED_FILES {
+            if let Err(e) = redactor.scrub_file_with(&dir.join(file), &self.rewrite) {
+                if e.secret_may_remain() {
+                    return Err(e.into());
+                }
+                scrub_errors.push(redactor.redact(&e.to_string()));
+                unredacted.push(e.path().to_owned());
+            }
         }
-        let _ = write_atomic(
-            &dir.join("outcome.json"),
-            redactor
-                .redact(&serde_json::to_string_pretty(&outcome).unwrap_or_default())
-                .as_bytes(),
-        );
-        outcome
+        if !scrub_errors.is_empty() {
+            let why = scrub_errors.join("; ");
+            outcome.error = Some(match outcome.error.take() {
+                Some(before) => format!("{why} (the agent's own error: {before})"),
+                None => why,
+            });
+            outcome.outcome = OutcomeClass::Failed;
+            notes.extend(scrub_errors);
+        }
+
+        let path = dir.join("outcome.json");
+        let mut bytes = serde_json::to_vec_pretty(&OutcomeFile {
+            outcome: &outcome,
+            notes: &notes,
+        })
+        .unwrap_or_default();
+        bytes.push(b'\n');
+        let bytes = redactor.redact(&String::from_utf8_lossy(&bytes));
+        if let Err(e) = (self.record)(&path, bytes.as_bytes()) {
+            let kind = match &e {
+                CoreError::Io { source, .. } => Some(source.kind()),
+                _ => None,
+            };
+            return Err(AttemptError::NotRecorded {
+                path,
+                kind,
+                message: e.to_string(),
+                outcome: Box::new(outcome),
+            });
+        }
+        Ok(Attempt {
+            outcome,
+            notes,
+            unredacted,
+        })
+    }
+}
+
+/// What [`CliBackend::prepare`] hands to the agent's run and to
+/// [`CliBackend::finish`].
+struct Prepared {
+    request: AttemptRequest,
+    dir: PathBuf,
+    redactor: Redactor,
+    invocation: Invocation,
+    before: Option<Snapshot>,
+    notes: Vec<String>,
+    state: Arc<Mutex<StreamState>>,
+}
+
+/// Run blocking work (file writes with fsync, `git`) off the async
+/// runtime's threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, AttemptError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(v) => Ok(v),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(AttemptError::Abandoned(e.to_string())),
+    }
+}
+
+/// Why an attempt that did not succeed failed, in one text.
+fn error_text(
+    class: &OutcomeClass,
+    supervised: &Supervised,
+    stream: &StreamState,
+    request: &AttemptRequest,
+    exit_code: Option<i32>,
+) -> Option<String> {
+    match (class, &supervised.ended) {
+        (OutcomeClass::Success, _) => None,
+        (_, Ended::SpawnFailed(why)) => Some(why.clone()),
+        (_, Ended::TimedOut) => Some(format!(
+            "timed out after {} s; the process group was killed",
+            request.limits.wall.as_secs()
+        )),
+        (_, Ended::Stalled) => Some(format!(
+            "no output for {} s; the process group was killed",
+            request.limits.stall.as_secs()
+        )),
+        (OutcomeClass::PermissionDenied, _) => {
+            Some(format!("tools were denied: {}", stream.denied.join(", ")))
+        }
+        _ => stream
+            .fatal_error
+            .as_ref()
+            .map(|(m, _)| m.clone())
+            .or_else(|| last_lines(&supervised.stderr_tail, 5))
+            .or_else(|| exit_code.map(|c| format!("exit code {c}"))),
+    }
+}
+
+fn empty_outcome(name: &str) -> AttemptOutcome {
+    AttemptOutcome {
+        backend: name.to_owned(),
+        outcome: OutcomeClass::Failed,
+        exit_code: None,
+        session_id: None,
+        final_message: None,
+        error: None,
+        usage: None,
+        files_changed: Vec::new(),
+        duration_ms: 0,
+    }
+}
+
+fn unavailable(name: &str, message: String, started: Instant) -> Box<AttemptOutcome> {
+    Box::new(AttemptOutcome {
+        outcome: OutcomeClass::Unavailable,
+        error: Some(message),
+        duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        ..empty_outcome(name)
+    })
+}
+
+#[async_trait::async_trait]
+impl Backend for CliBackend {
+    fn name(&self) -> &str {
+        &self.backend.name
+    }
+
+    /// [`CliBackend::attempt`]; an [`AttemptError`] becomes a `failed`
+    /// outcome whose error says why.
+    async fn run(&self, request: &AttemptRequest) -> AttemptOutcome {
+        match self.attempt(request).await {
+            Ok(attempt) => attempt.outcome,
+            Err(e) => e.as_outcome(&self.backend.name),
+        }
     }
 }
 
@@ -360,7 +650,7 @@ pub fn narrow_to_claimed(changed: Vec<String>, stream: &StreamState, cwd: &Path)
         .collect()
 }
 
-fn is_ignored(path: &Path, ignored: &[std::path::PathBuf]) -> bool {
+fn is_ignored(path: &Path, ignored: &[PathBuf]) -> bool {
     let canon = |p: &Path| {
         // The file may be gone (deleted); canonicalize its folder instead.
         p.canonicalize().unwrap_or_else(|_| {
@@ -380,4 +670,157 @@ fn last_lines(text: &str, n: usize) -> Option<String> {
         return None;
     }
     Some(lines[lines.len().saturating_sub(n)..].join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use wavecrew_core::{Limits, Mode};
+
+    use super::*;
+    use crate::config::Config;
+
+    const SECRET: &str = "sk-live-7a1f09c3e2";
+
+    /// A command backend that prints the secret on stdout and stderr.
+    fn leaky_backend(dir: &Path) -> CliBackend {
+        let text = format!(
+            "[backends.leaky]\nkind = \"command\"\n\
+             argv = [\"sh\", \"-c\", \"echo out $MOCK_API_KEY; echo err $MOCK_API_KEY >&2\"]\n\
+             env = {{ MOCK_API_KEY = \"{SECRET}\" }}\n"
+        );
+        let config = Config::parse(&text, &dir.join("wavecrew.toml")).unwrap();
+        CliBackend::new(config.backend("leaky").unwrap())
+    }
+
+    fn request(cwd: &Path, attempt_dir: &Path) -> AttemptRequest {
+        AttemptRequest {
+            task_id: "IMPL-001".into(),
+            prompt: "print the key".into(),
+            cwd: cwd.to_owned(),
+            mode: Mode::Write,
+            attempt_dir: attempt_dir.to_owned(),
+            limits: Limits {
+                wall: Duration::from_secs(60),
+                stall: Duration::from_secs(60),
+                grace: Duration::from_millis(200),
+            },
+            resume_session: None,
+            env: BTreeMap::new(),
+        }
+    }
+
+    fn every_file(dir: &Path) -> String {
+        let mut text = String::new();
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            text.push_str(&String::from_utf8_lossy(
+                &std::fs::read(e.path()).unwrap_or_default(),
+            ));
+        }
+        text
+    }
+
+    /// A rewrite that fails for the redacted text (as on a full disk), and
+    /// works for anything else (the notice).
+    fn refuse_redacted(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        if String::from_utf8_lossy(bytes).contains("[REDACTED") {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "No space left on device",
+            ));
+        }
+        crate::redact::rewrite_atomic(path, bytes)
+    }
+
+    fn refuse_everything(_: &Path, _: &[u8]) -> std::io::Result<()> {
+        Err(std::io::Error::other("read-only file system"))
+    }
+
+    #[tokio::test]
+    async fn a_file_that_cannot_be_redacted_fails_the_attempt_without_the_secret() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("attempt");
+        let mut backend = leaky_backend(tmp.path());
+        backend.rewrite = refuse_redacted;
+        let attempt = backend.attempt(&request(tmp.path(), &dir)).await.unwrap();
+        assert_eq!(
+            attempt.outcome.outcome,
+            OutcomeClass::Failed,
+            "{attempt:#?}"
+        );
+        let error = attempt.outcome.error.clone().unwrap();
+        assert!(
+            error.contains("stdout.log` could not be redacted (No space left on device)"),
+            "{error}"
+        );
+        assert!(error.contains("replaced by a notice"), "{error}");
+        assert_eq!(
+            attempt.unredacted,
+            [dir.join("stdout.log"), dir.join("stderr.log")]
+        );
+        let on_disk = every_file(&dir);
+        assert!(!on_disk.contains(SECRET), "{on_disk}");
+        assert!(
+            std::fs::read_to_string(dir.join("stdout.log"))
+                .unwrap()
+                .contains("could not be redacted")
+        );
+        let recorded: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("outcome.json")).unwrap()).unwrap();
+        assert_eq!(recorded["outcome"]["class"], "failed");
+        assert_eq!(recorded["notes"].as_array().unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn a_file_that_cannot_be_rewritten_at_all_is_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("attempt");
+        let mut backend = leaky_backend(tmp.path());
+        backend.rewrite = refuse_everything;
+        let outcome = backend.run(&request(tmp.path(), &dir)).await;
+        assert_eq!(outcome.outcome, OutcomeClass::Failed, "{outcome:#?}");
+        assert!(!dir.join("stdout.log").exists());
+        assert!(!dir.join("stderr.log").exists());
+        assert!(!every_file(&dir).contains(SECRET));
+    }
+
+    fn disk_full(path: &Path, _: &[u8]) -> wavecrew_core::Result<()> {
+        Err(CoreError::Io {
+            op: "writing",
+            path: path.to_owned(),
+            source: std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device"),
+        })
+    }
+
+    #[tokio::test]
+    async fn an_outcome_that_cannot_be_recorded_is_an_error_of_the_attempt() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("attempt");
+        let mut backend = leaky_backend(tmp.path());
+        backend.record = disk_full;
+        let e = backend
+            .attempt(&request(tmp.path(), &dir))
+            .await
+            .unwrap_err();
+        assert!(e.is_no_space(), "{e:?}");
+        let text = e.to_string();
+        assert!(
+            text.starts_with("the attempt ended as success but its outcome could not be recorded"),
+            "{text}"
+        );
+        assert!(text.contains("outcome.json"), "{text}");
+        assert!(!text.contains(SECRET));
+        // Through the port, it is a failed attempt that says why.
+        let outcome = backend.run(&request(tmp.path(), &dir)).await;
+        assert_eq!(outcome.outcome, OutcomeClass::Failed);
+        assert!(
+            outcome
+                .error
+                .as_deref()
+                .unwrap()
+                .contains("No space left on device")
+        );
+        assert!(!dir.join("outcome.json").exists());
+    }
 }
