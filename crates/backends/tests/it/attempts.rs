@@ -533,3 +533,55 @@ async fn two_attempts_side_by_side_keep_their_own_files() {
     assert!(c.files_changed.contains(&"c.txt".to_owned()), "{c:#?}");
     assert!(c.files_changed.len() >= 2, "{c:#?}");
 }
+
+#[tokio::test]
+async fn a_process_that_escaped_with_the_pipes_does_not_hang_the_task() {
+    let repo = git_repo();
+    let session = tempfile::tempdir().unwrap();
+    // The agent starts a sleeper in a session of its own (`setsid`) that
+    // keeps stdout and stderr, waits until it has left the group, and exits.
+    let script = "setsid sh -c 'echo $$ > \"$0\"; exec sleep 600' \"$1\" & \
+                  while [ ! -s \"$1\" ]; do sleep 0.01; done; echo done";
+    let text = format!(
+        "[limits]\nleak_timeout_ms = 300\n\n[backends.esc]\nkind = \"command\"\n\
+         argv = [\"sh\", \"-c\", {}, \"sh\", \"{{attempt_dir}}/escaped.pid\"]\n",
+        serde_json::to_string(script).unwrap()
+    );
+    let config = Config::parse(&text, &session.path().join("wavecrew.toml")).unwrap();
+    let task = TaskId::new("IMPL-005").unwrap();
+    let prompt = |_: u32, _: Option<&str>| "p".to_owned();
+    let spec = TaskAttempts {
+        config: &config,
+        backend: "esc",
+        task_id: &task,
+        cwd: repo.path(),
+        mode: Mode::Write,
+        session_dir: session.path(),
+        prompt: &prompt,
+        on_event: &|_| {},
+    };
+    // Without a leak timeout this waits for the sleeper (600 s).
+    let run = tokio::time::timeout(std::time::Duration::from_secs(60), run_task(&spec)).await;
+    let attempt_dir = session.path().join("attempts/IMPL-005/1");
+    if let Some(pid) = std::fs::read_to_string(attempt_dir.join("escaped.pid"))
+        .ok()
+        .and_then(|p| p.trim().parse::<i32>().ok())
+    {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let run = run.expect("the attempt hung on pipes held by an escaped process");
+    assert!(run.success, "{run:#?}");
+    let note = "stdout and stderr still held open 300 ms after the agent ended";
+    assert!(run.attempts[0].notes[0].contains(note), "{run:#?}");
+    let recorded: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(attempt_dir.join("outcome.json")).unwrap()).unwrap();
+    assert_eq!(recorded["outcome"]["class"], "success");
+    assert!(
+        recorded["notes"][0].as_str().unwrap().contains(note),
+        "{recorded:#}"
+    );
+    assert_eq!(recorded["final_message"], "done");
+}
