@@ -199,7 +199,15 @@ pub async fn probe(backend: &ResolvedBackend, cwd: &std::path::Path) -> Probe {
         version: None,
         reason: None,
     };
-    match find_program(&program, cwd) {
+    // `which` reads folders: off the async runtime's threads.
+    let found = {
+        let (program, cwd) = (program.clone(), cwd.to_owned());
+        tokio::task::spawn_blocking(move || find_program(&program, &cwd))
+            .await
+            .ok()
+            .flatten()
+    };
+    match found {
         None => {
             result.reason = Some(if program.contains('/') {
                 format!("`{program}` does not exist")

@@ -823,4 +823,41 @@ mod tests {
         );
         assert!(!dir.join("outcome.json").exists());
     }
+
+    /// Threads that wrote files, by the recording hooks below.
+    static WRITERS: Mutex<Vec<std::thread::ThreadId>> = Mutex::new(Vec::new());
+
+    fn recording_rewrite(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        WRITERS.lock().unwrap().push(std::thread::current().id());
+        crate::redact::rewrite_atomic(path, bytes)
+    }
+
+    fn recording_record(path: &Path, bytes: &[u8]) -> wavecrew_core::Result<()> {
+        WRITERS.lock().unwrap().push(std::thread::current().id());
+        write_atomic(path, bytes)
+    }
+
+    #[test]
+    fn files_are_written_off_the_runtime_threads() {
+        // A current-thread runtime: its only worker is this thread, so a
+        // write made on it would block every other task of the runtime.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("attempt");
+        let mut backend = leaky_backend(tmp.path());
+        backend.rewrite = recording_rewrite;
+        backend.record = recording_record;
+        let attempt = runtime
+            .block_on(backend.attempt(&request(tmp.path(), &dir)))
+            .unwrap();
+        assert_eq!(attempt.outcome.outcome, OutcomeClass::Success);
+        let writers = WRITERS.lock().unwrap().clone();
+        // stdout.log and stderr.log redacted, outcome.json recorded.
+        assert_eq!(writers.len(), 3, "{writers:?}");
+        let runtime_thread = std::thread::current().id();
+        assert!(writers.iter().all(|w| *w != runtime_thread), "{writers:?}");
+    }
 }
