@@ -181,10 +181,8 @@ pub(crate) type Rewrite<'a> = dyn Fn(&Path, &[u8]) -> io::Result<()> + Sync + 'a
 /// [`wavecrew_core::fsutil::write_atomic`] with an `io::Error`.
 pub(crate) fn rewrite_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     wavecrew_core::fsutil::write_atomic(path, bytes).map_err(|e| match e {
-        wavecrew_core::CoreError::Io { source, op, path } => io::Error::new(
-            source.kind(),
-            format!("{op} `{}`: {source}", path.display()),
-        ),
+        // The caller names the file; the temp file's name says nothing.
+        wavecrew_core::CoreError::Io { source, .. } => source,
         other => io::Error::other(other.to_string()),
     })
 }

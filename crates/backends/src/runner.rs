@@ -473,14 +473,14 @@ impl CliBackend {
         bytes.push(b'\n');
         let bytes = redactor.redact(&String::from_utf8_lossy(&bytes));
         if let Err(e) = (self.record)(&path, bytes.as_bytes()) {
-            let kind = match &e {
-                CoreError::Io { source, .. } => Some(source.kind()),
-                _ => None,
+            let (kind, why) = match &e {
+                CoreError::Io { source, .. } => (Some(source.kind()), source.to_string()),
+                other => (None, other.to_string()),
             };
             return Err(AttemptError::NotRecorded {
+                message: format!("cannot write `{}`: {why}", path.display()),
                 path,
                 kind,
-                message: e.to_string(),
                 outcome: Box::new(outcome),
             });
         }
@@ -809,7 +809,13 @@ mod tests {
             text.starts_with("the attempt ended as success but its outcome could not be recorded"),
             "{text}"
         );
-        assert!(text.contains("outcome.json"), "{text}");
+        assert!(
+            text.ends_with(&format!(
+                "cannot write `{}`: No space left on device",
+                dir.join("outcome.json").display()
+            )),
+            "{text}"
+        );
         assert!(!text.contains(SECRET));
         // Through the port, it is a failed attempt that says why.
         let outcome = backend.run(&request(tmp.path(), &dir)).await;
