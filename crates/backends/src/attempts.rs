@@ -11,7 +11,8 @@
 //!
 //! Faults of the environment stop the task at once, without retries: an
 //! attempt whose files could not be redacted, or whose `outcome.json`
-//! could not be written ([`TaskRun::error`] says which).
+//! could not be written ([`TaskRun::failure`] says why; [`TaskRun::error`]
+//! holds the [`AttemptError`] of an attempt that could not be recorded).
 
 use std::path::{Path, PathBuf};
 
@@ -80,8 +81,9 @@ pub struct TaskRun {
     pub success: bool,
     /// Why it stopped, when it did not succeed.
     pub failure: Option<String>,
-    /// The attempt error that stopped it, when the environment is at
-    /// fault (a full disk, a file that could not be redacted or written).
+    /// The error of an attempt that could not be recorded (its
+    /// `outcome.json` could not be written, say on a full disk:
+    /// [`AttemptError::is_no_space`]), which stopped the task.
     #[serde(skip)]
     pub error: Option<AttemptError>,
 }

@@ -8,7 +8,7 @@ use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::json;
-use wavecrew_backends::attempts::{AttemptEvent, TaskAttempts, run_task};
+use wavecrew_backends::attempts::{AttemptEvent, TaskAttempts, TaskRun, run_task};
 use wavecrew_backends::config::Config;
 use wavecrew_backends::{CliBackend, ResolvedBackend};
 use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, Limits, Mode, TaskId};
@@ -584,4 +584,92 @@ async fn a_process_that_escaped_with_the_pipes_does_not_hang_the_task() {
         "{recorded:#}"
     );
     assert_eq!(recorded["final_message"], "done");
+}
+
+/// A session whose backend `sh` runs `script` with `$1` = the attempt
+/// folder and a secret in `MOCK_API_KEY`.
+fn shell_agent(session: &Path, script: &str, secret: &str) -> Config {
+    let text = format!(
+        "[backends.sh]\nkind = \"command\"\n\
+         argv = [\"sh\", \"-c\", {}, \"sh\", \"{{attempt_dir}}\"]\n\
+         env = {{ MOCK_API_KEY = \"{secret}\" }}\n",
+        serde_json::to_string(script).unwrap()
+    );
+    Config::parse(&text, &session.join("wavecrew.toml")).unwrap()
+}
+
+async fn run_one(config: &Config, task: &TaskId, cwd: &Path, session: &Path) -> TaskRun {
+    let prompt = |_: u32, _: Option<&str>| "p".to_owned();
+    run_task(&TaskAttempts {
+        config,
+        backend: "sh",
+        task_id: task,
+        cwd,
+        mode: Mode::Write,
+        session_dir: session,
+        prompt: &prompt,
+        on_event: &|_| {},
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_secret_in_a_file_that_cannot_be_rewritten_never_stays_on_disk() {
+    let repo = git_repo();
+    let session = tempfile::tempdir().unwrap();
+    let secret = "sk-live-93be0c11d4";
+    // The agent prints the key, then puts a folder holding it where
+    // stdout.log was: that file cannot be read nor rewritten in place.
+    let config = shell_agent(
+        session.path(),
+        "echo key $MOCK_API_KEY; rm \"$1/stdout.log\"; mkdir \"$1/stdout.log\"; \
+         echo $MOCK_API_KEY > \"$1/stdout.log/copy\"",
+        secret,
+    );
+    let task = TaskId::new("IMPL-006").unwrap();
+    let run = run_one(&config, &task, repo.path(), session.path()).await;
+    assert!(!run.success, "{run:#?}");
+    assert_eq!(run.attempts.len(), 1, "no retry: {run:#?}");
+    let failure = run.failure.clone().unwrap();
+    assert!(
+        failure.contains("stdout.log` could not be redacted") && failure.contains("removed"),
+        "{failure}"
+    );
+    assert_eq!(run.last().unwrap().outcome.name(), "failed");
+    let written = all_files_text(session.path());
+    assert!(
+        !written.contains(secret),
+        "a secret stayed on disk: {written}"
+    );
+    let dir = session.path().join("attempts/IMPL-006/1");
+    assert!(!dir.join("stdout.log").exists());
+    let recorded = std::fs::read_to_string(dir.join("outcome.json")).unwrap();
+    assert!(recorded.contains("could not be redacted"), "{recorded}");
+}
+
+#[tokio::test]
+async fn an_outcome_that_cannot_be_written_stops_the_task_with_the_error() {
+    let repo = git_repo();
+    let session = tempfile::tempdir().unwrap();
+    // A non-empty folder where outcome.json goes: the rename onto it fails.
+    let config = shell_agent(
+        session.path(),
+        "mkdir -p \"$1/outcome.json/x\"; echo done",
+        "sk-unused-0000",
+    );
+    let task = TaskId::new("IMPL-007").unwrap();
+    let run = run_one(&config, &task, repo.path(), session.path()).await;
+    assert!(!run.success, "{run:#?}");
+    assert_eq!(run.attempts.len(), 1, "no retry: {run:#?}");
+    let failure = run.failure.clone().unwrap();
+    assert!(
+        failure.starts_with(
+            "attempt 1: the attempt ended as success but its outcome could not be recorded: \
+             cannot write `"
+        ) && failure.contains("outcome.json`"),
+        "{failure}"
+    );
+    let error = run.error.clone().expect("the attempt error is kept");
+    assert!(!error.is_no_space());
+    assert_eq!(run.last().unwrap().outcome.name(), "failed");
 }
