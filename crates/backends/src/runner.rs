@@ -321,14 +321,20 @@ impl CliBackend {
         let format = prepared.invocation.format;
         let session_file = prepared.dir.join("session.json");
         let backend_name = self.backend.name.clone();
-        let (tx, rx) = std::sync::mpsc::channel::<String>();
-        let writer = tokio::task::spawn_blocking(move || {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+        // Writes one at a time, in order, each on the blocking pool; holds
+        // no thread while the agent is quiet.
+        let writer = tokio::spawn(async move {
             let mut failure = None;
-            for id in rx {
-                if let Err(e) = write_json_atomic(
-                    &session_file,
-                    &json!({"backend": backend_name, "session_id": id}),
-                ) {
+            while let Some(id) = rx.recv().await {
+                let (file, backend) = (session_file.clone(), backend_name.clone());
+                let written = tokio::task::spawn_blocking(move || {
+                    write_json_atomic(&file, &json!({"backend": backend, "session_id": id}))
+                        .map_err(|e| e.to_string())
+                })
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
+                if let Err(e) = written {
                     failure = Some(format!(
                         "cannot record the session id (no resume possible): {e}"
                     ));
