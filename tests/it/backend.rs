@@ -221,3 +221,51 @@ fn config_check_names_the_key_or_lists_what_is_configured() {
     assert_eq!(bad.code, 2);
     insta_settings().bind(|| insta::assert_snapshot!(bad.render_in(p.path())));
 }
+
+#[test]
+fn run_notes_a_process_that_kept_the_pipes_after_the_agent_ended() {
+    let p = project();
+    // An agent that leaves a sleeper in a session of its own, holding its
+    // stdout and stderr, once the sleeper has left its group.
+    let script = "setsid sh -c 'echo $$ > \"$0\"; exec sleep 600' \"$1\" & \
+                  while [ ! -s \"$1\" ]; do sleep 0.01; done; echo done";
+    std::fs::write(
+        p.path().join("wavecrew.toml"),
+        format!(
+            "[limits]\nleak_timeout_ms = 200\n\n[backends.esc]\nkind = \"command\"\n\
+             argv = [\"sh\", \"-c\", {}, \"sh\", \"{{attempt_dir}}/escaped.pid\"]\n",
+            serde_json::to_string(script).unwrap()
+        ),
+    )
+    .unwrap();
+    let out = p.path().join("attempt");
+    let o = run_bin(
+        "wavecrew",
+        &[
+            "backend",
+            "run",
+            "esc",
+            "--cwd",
+            ".",
+            "--prompt-file",
+            "prompt.md",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        p.path(),
+    );
+    if let Ok(pid) = std::fs::read_to_string(out.join("escaped.pid")) {
+        let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
+    }
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert!(
+        o.stdout.contains(
+            "note: stdout and stderr still held open 200 ms after the agent ended, by a \
+             process that left its process group (setsid)"
+        ),
+        "{}",
+        o.render()
+    );
+    let recorded = std::fs::read_to_string(out.join("outcome.json")).unwrap();
+    assert!(recorded.contains("\"notes\""), "{recorded}");
+}

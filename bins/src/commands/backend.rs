@@ -18,7 +18,7 @@ use serde_json::json;
 use wavecrew_backends::CliBackend;
 use wavecrew_backends::config::Config;
 use wavecrew_backends::routing::probe;
-use wavecrew_core::{AttemptRequest, Backend, Mode, TaskId};
+use wavecrew_core::{AttemptRequest, Mode, TaskId};
 
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
@@ -206,11 +206,17 @@ async fn run_one(args: &RunArgs, config_file: Option<&Path>) -> CmdResult {
                 .isolate_home
                 .unwrap_or(config.limits.isolate_home),
         );
-    let outcome = runner.run(&request).await;
+    let (outcome, notes) = match runner.attempt(&request).await {
+        Ok(attempt) => (attempt.outcome, attempt.notes),
+        Err(e) => (e.as_outcome(&backend.name), Vec::new()),
+    };
     if args.json {
         let mut v = serde_json::to_value(&outcome).map_err(CliError::internal)?;
         if let Some(map) = v.as_object_mut() {
             map.insert("outcome".into(), json!(outcome.outcome.name()));
+            if !notes.is_empty() {
+                map.insert("notes".into(), json!(notes));
+            }
             if let wavecrew_core::OutcomeClass::RateLimited { retry_after_secs } = &outcome.outcome
             {
                 map.insert("retry_after_secs".into(), json!(retry_after_secs));
@@ -242,6 +248,9 @@ async fn run_one(args: &RunArgs, config_file: Option<&Path>) -> CmdResult {
         }
         if let Some(e) = &outcome.error {
             output::line(&format!("error: {e}"));
+        }
+        for note in &notes {
+            output::line(&format!("note: {note}"));
         }
         output::line(&format!("attempt files: {}", attempt_dir.display()));
     }
