@@ -12,7 +12,7 @@
 //! Faults of the environment stop the task at once, without retries: an
 //! attempt whose files could not be redacted, or whose `outcome.json`
 //! could not be written ([`TaskRun::failure`] says why; [`TaskRun::error`]
-//! holds the [`AttemptError`] of an attempt that could not be recorded).
+//! gives the [`AttemptError`] of an attempt that could not be recorded).
 
 use std::path::{Path, PathBuf};
 
@@ -68,6 +68,11 @@ pub struct AttemptRecord {
     /// Faults around the agent (an escaped process holding the pipes, a
     /// file that could not be redacted or written), one line each.
     pub notes: Vec<String>,
+    /// The error of an attempt that could not be recorded (its
+    /// `outcome.json` could not be written, say on a full disk:
+    /// [`AttemptError::is_no_space`]); it stopped the task.
+    #[serde(skip)]
+    pub error: Option<AttemptError>,
 }
 
 /// What all the attempts of a task came to.
@@ -81,17 +86,19 @@ pub struct TaskRun {
     pub success: bool,
     /// Why it stopped, when it did not succeed.
     pub failure: Option<String>,
-    /// The error of an attempt that could not be recorded (its
-    /// `outcome.json` could not be written, say on a full disk:
-    /// [`AttemptError::is_no_space`]), which stopped the task.
-    #[serde(skip)]
-    pub error: Option<AttemptError>,
 }
 
 impl TaskRun {
     /// The last attempt's outcome.
     pub fn last(&self) -> Option<&AttemptOutcome> {
         self.attempts.last().map(|a| &a.outcome)
+    }
+
+    /// The error of the last attempt, when it could not be recorded (then
+    /// it stopped the task; [`AttemptError::is_no_space`] tells a full
+    /// disk, the environment's fault).
+    pub fn error(&self) -> Option<&AttemptError> {
+        self.attempts.last()?.error.as_ref()
     }
 
     /// Files changed by any attempt, sorted.
@@ -168,7 +175,6 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
         switches: Vec::new(),
         success: false,
         failure: None,
-        error: None,
     };
     let mut tried: Vec<String> = Vec::new();
     let mut requested = config.canonical_name(spec.backend);
@@ -238,17 +244,16 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 backend: resolved.name.clone(),
                 resume: resume_session,
             });
-            let (outcome, notes, fault) = match backend.attempt(&request).await {
+            let (outcome, notes, error, fault) = match backend.attempt(&request).await {
                 Ok(a) => {
                     let fault = (!a.unredacted.is_empty())
                         .then(|| a.outcome.error.clone().unwrap_or_default());
-                    (a.outcome, a.notes, fault)
+                    (a.outcome, a.notes, None, fault)
                 }
                 Err(e) => {
                     let outcome = e.as_outcome(&resolved.name);
                     let fault = e.to_string();
-                    run.error = Some(e);
-                    (outcome, Vec::new(), Some(fault))
+                    (outcome, Vec::new(), Some(e), Some(fault))
                 }
             };
             (spec.on_event)(&AttemptEvent::Finished {
@@ -266,6 +271,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 dir: request.attempt_dir.clone(),
                 outcome,
                 notes,
+                error,
             });
             if let Some(fault) = fault {
                 // The environment is at fault: another attempt would meet

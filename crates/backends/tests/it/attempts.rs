@@ -669,7 +669,7 @@ async fn an_outcome_that_cannot_be_written_stops_the_task_with_the_error() {
         ) && failure.contains("outcome.json`"),
         "{failure}"
     );
-    let error = run.error.clone().expect("the attempt error is kept");
+    let error = run.error().cloned().expect("the attempt error is kept");
     assert!(!error.is_no_space());
     assert_eq!(run.last().unwrap().outcome.name(), "failed");
 }
