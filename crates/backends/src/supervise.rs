@@ -268,6 +268,10 @@ pub async fn supervise(
         cmd.env_remove(k);
     }
     cmd.envs(&spawn.env);
+    // Opened before the child starts, so the files are there (and ours)
+    // from its first instant.
+    let mut out_sink = open_sink(stdout_path).await;
+    let mut err_sink = open_sink(stderr_path).await;
     let mut child = match cmd.spawn() {
         Ok(c) => c,
         Err(e) => {
@@ -286,8 +290,6 @@ pub async fn supervise(
             let _ = stdin.write_all(&bytes).await;
         });
     }
-    let mut out_sink = open_sink(stdout_path).await;
-    let mut err_sink = open_sink(stderr_path).await;
     let mut stdout = child.stdout.take().map(BufReader::new);
     let mut stderr = child.stderr.take().map(BufReader::new);
     let (mut out_tail, mut err_tail) = (Tail::default(), Tail::default());
