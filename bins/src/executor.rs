@@ -45,6 +45,10 @@ pub struct ExecutorArgs {
     /// With `--task`: then take the one IMPL successor it unblocked.
     #[arg(long)]
     pub fast_advance: bool,
+    /// The run's failure policy: with `always`, a task whose blockers
+    /// ended (failed ones included) may be taken.
+    #[arg(long, value_parser = crate::team::failure_policy_parser(), default_value = "continue")]
+    pub on_failure: wavecrew_role_team::FailurePolicy,
 }
 
 /// The executor's main.
@@ -147,6 +151,7 @@ fn run(args: &ExecutorArgs) -> CmdResult {
     let options = WorkerOptions {
         task,
         fast_advance: args.fast_advance,
+        blockers: crate::worker::blocker_rule(args.on_failure),
         ..WorkerOptions::default()
     };
     let summary = rt.block_on(run_worker(&executor, &store, &*bus, &options))?;

@@ -76,8 +76,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub max_parallel: Option<usize>,
     /// What a failed task does to the rest of the pipeline.
-    #[arg(long, value_enum, default_value = "continue")]
-    pub on_failure: team::OnFailureArg,
+    #[arg(long, value_parser = team::failure_policy_parser(), default_value = "continue")]
+    pub on_failure: wavecrew_role_team::FailurePolicy,
     /// Respawns of a task whose worker crashed.
     #[arg(long, default_value_t = 2)]
     pub crash_retries: u32,

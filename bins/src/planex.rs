@@ -69,6 +69,7 @@ fn run(args: &PlanexArgs) -> CmdResult {
     let options = WorkerOptions {
         task: ctx.task.clone(),
         fast_advance: args.flags.fast_advance,
+        blockers: crate::worker::blocker_rule(args.flags.on_failure),
         ..WorkerOptions::default()
     };
     let mut failed = 0;

@@ -58,6 +58,7 @@ fn run(args: &TestRunArgs) -> CmdResult {
     let options = WorkerOptions {
         task: ctx.task.clone(),
         fast_advance: args.flags.fast_advance,
+        blockers: crate::worker::blocker_rule(args.flags.on_failure),
         ..WorkerOptions::default()
     };
     let summary = rt.block_on(run_worker(&role, &ctx.store, &*ctx.bus, &options))?;

@@ -30,6 +30,18 @@ pub struct WorkerFlags {
     /// With `--task`: then take the one successor of the role it unblocked.
     #[arg(long)]
     pub fast_advance: bool,
+    /// The run's failure policy: with `always`, a task whose blockers
+    /// ended (failed ones included) may be taken.
+    #[arg(long, value_parser = crate::team::failure_policy_parser(), default_value = "continue")]
+    pub on_failure: wavecrew_role_team::FailurePolicy,
+}
+
+/// The claim rule of a run's failure policy.
+pub fn blocker_rule(policy: wavecrew_role_team::FailurePolicy) -> wavecrew_core::BlockerRule {
+    match policy {
+        wavecrew_role_team::FailurePolicy::Always => wavecrew_core::BlockerRule::Ended,
+        _ => wavecrew_core::BlockerRule::Completed,
+    }
 }
 
 /// An opened session.

@@ -4,6 +4,7 @@ mod backend;
 mod check;
 mod crash;
 mod docs;
+mod engine;
 mod executor;
 mod msg;
 mod plan;

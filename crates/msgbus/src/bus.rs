@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
-use wavecrew_core::{BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
+use wavecrew_core::{BusCursor, BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
 
 use crate::error::{BusError, Result};
 use crate::log::{Durability, LogFile};
@@ -339,6 +339,12 @@ impl MessageBus for Bus {
 
     fn get_state(&self, role: Option<&str>) -> Result<Option<Value>> {
         Bus::get_state(self, role)
+    }
+
+    fn since(&self, cursor: BusCursor) -> Result<(Vec<BusMessage>, BusCursor)> {
+        let mut follower = self.follow(cursor.0);
+        let records = follower.poll_now()?;
+        Ok((records, BusCursor(follower.offset())))
     }
 }
 

@@ -126,6 +126,21 @@ pub trait MessageBus: Send + Sync {
     fn list(&self, filter: &ListFilter) -> Result<ListResult, Self::Error>;
     /// The shared state of one role (`role_state[role]`), or all of it.
     fn get_state(&self, role: Option<&str>) -> Result<Option<Value>, Self::Error>;
+    /// The records appended after `cursor`, oldest first, and the cursor to
+    /// pass next time; [`BusCursor::START`] reads from the first record. This
+    /// is how an orchestrator follows the bus: each call costs what was
+    /// appended since, not the length of the log.
+    fn since(&self, cursor: BusCursor) -> Result<(Vec<BusMessage>, BusCursor), Self::Error>;
+}
+
+/// A position in a bus, from [`MessageBus::since`] (opaque: a byte offset
+/// for the file bus, a sequence number for others).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BusCursor(pub u64);
+
+impl BusCursor {
+    /// Before the first record.
+    pub const START: BusCursor = BusCursor(0);
 }
 
 #[cfg(test)]

@@ -148,13 +148,23 @@ pub fn write_session(valid: &mut ValidSession, tasks: &[Task]) -> wavecrew_core:
         .iter()
         .filter(|t| t.status == TaskStatus::Completed)
         .count();
+    write_session_counts(valid, tasks.len(), done)
+}
+
+/// [`write_session`] from counts the caller keeps (the orchestrator counts
+/// as tasks end, instead of listing the store for every write).
+pub fn write_session_counts(
+    valid: &mut ValidSession,
+    total: usize,
+    done: usize,
+) -> wavecrew_core::Result<()> {
     let mut pipeline = valid
         .session
         .pipeline
         .clone()
         .and_then(|p| p.as_object().cloned())
         .unwrap_or_default();
-    pipeline.insert("tasks_total".into(), json!(tasks.len()));
+    pipeline.insert("tasks_total".into(), json!(total));
     pipeline.insert("tasks_completed".into(), json!(done));
     valid.session.pipeline = Some(Value::Object(pipeline));
     valid.session.write(&valid.dir.join("team-session.json"))
