@@ -215,7 +215,7 @@ async fn a_task_whose_completion_is_on_the_bus_is_not_done_twice() {
     let policy = wavecrew_core::LeasePolicy {
         stall_after: std::time::Duration::ZERO,
     };
-    assert_eq!(store.reconcile(&policy).unwrap(), [id.clone()]);
+    assert_eq!(store.reconcile(&policy).unwrap(), std::slice::from_ref(&id));
     let bus = MemoryBus::default();
     let mut data = Map::new();
     data.insert("task_id".into(), json!("IMPL-001"));
