@@ -526,7 +526,7 @@ impl<B: MessageBus + 'static> Team<B> {
                 let role = launcher.role_of(t).map(|(name, _)| name);
                 let estimate = t
                     .estimate_secs()
-                    .or_else(|| measured.of(&t.id, role.as_deref()))
+                    .or_else(|| measured.of(&t.id))
                     .unwrap_or(wavecrew_scheduler::DEFAULT_ESTIMATE);
                 let mut node = TaskNode::new(t.id.clone(), t.blocked_by.iter().cloned())
                     .with_done(t.status == TaskStatus::Completed)
@@ -744,8 +744,8 @@ impl Measured {
     }
 
     /// The task's own measured time, else the mean of the tasks measured
-    /// so far (any role: attempts do not record it).
-    fn of(&self, id: &TaskId, _role: Option<&str>) -> Option<f64> {
+    /// so far.
+    fn of(&self, id: &TaskId) -> Option<f64> {
         if let Some(s) = self.by_task.get(id.as_str()) {
             return Some(*s);
         }
@@ -962,5 +962,50 @@ impl<B: MessageBus + 'static> TaskRunner for WorkerRunner<B> {
                 RunOutcome::failed(e.to_string())
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(s: &str) -> TaskId {
+        TaskId::new(s).unwrap()
+    }
+
+    #[test]
+    fn measured_durations_come_from_earlier_attempts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |task: &str, n: u32, ms: u64| {
+            let dir = tmp.path().join("attempts").join(task).join(n.to_string());
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("outcome.json"),
+                json!({"duration_ms": ms, "outcome": "success"}).to_string(),
+            )
+            .unwrap();
+        };
+        write("IMPL-001", 1, 1500);
+        write("IMPL-001", 2, 500);
+        write("IMPL-002", 1, 4000);
+        // An attempt killed before its outcome counts nothing.
+        std::fs::create_dir_all(tmp.path().join("attempts/IMPL-003/1")).unwrap();
+        let m = Measured::read(tmp.path());
+        assert_eq!(m.of(&id("IMPL-001")), Some(2.0), "its attempts, summed");
+        assert_eq!(m.of(&id("IMPL-002")), Some(4.0));
+        assert_eq!(m.of(&id("IMPL-009")), Some(3.0), "the mean of the others");
+        assert!(
+            Measured::read(&tmp.path().join("none"))
+                .of(&id("IMPL-001"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_failure_policy_reads_and_prints_its_name() {
+        for p in FailurePolicy::ALL {
+            assert_eq!(p.name().parse::<FailurePolicy>().unwrap(), p);
+        }
+        assert!("sometimes".parse::<FailurePolicy>().is_err());
     }
 }
