@@ -340,6 +340,14 @@ impl MessageBus for Bus {
     fn get_state(&self, role: Option<&str>) -> Result<Option<Value>> {
         Bus::get_state(self, role)
     }
+
+    fn update_state(
+        &self,
+        message: NewMessage,
+        update: wavecrew_core::bus::StateUpdate<'_>,
+    ) -> Result<BusMessage> {
+        Bus::update_state(self, message, update)
+    }
 }
 
 /// ccw's result objects and human lines, shared by the CLI and the tests.

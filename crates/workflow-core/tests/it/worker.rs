@@ -51,6 +51,15 @@ impl MessageBus for MemoryBus {
     fn get_state(&self, _: Option<&str>) -> Result<Option<Value>, Self::Error> {
         Ok(None)
     }
+    fn update_state(
+        &self,
+        mut m: NewMessage,
+        update: wavecrew_core::bus::StateUpdate<'_>,
+    ) -> Result<BusMessage, Self::Error> {
+        m.kind = Some("state_update".into());
+        m.data = Some(update(&Map::new()));
+        self.log(m)
+    }
 }
 
 /// Completes every task except those whose description says "fail".
