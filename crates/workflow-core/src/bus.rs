@@ -141,8 +141,9 @@ pub trait MessageBus: Send + Sync {
 /// the fields to merge out.
 pub type StateUpdate<'a> = Box<dyn FnOnce(&Map<String, Value>) -> Map<String, Value> + 'a>;
 
-/// A shared bus is a bus (roles hold `Arc<dyn MessageBus<…>>`).
-impl<T: MessageBus + ?Sized> MessageBus for std::sync::Arc<T> {
+/// A borrowed bus is a bus (so `&dyn MessageBus<…>` goes where a sized
+/// bus is expected, e.g. the worker loop).
+impl<T: MessageBus + ?Sized> MessageBus for &T {
     type Error = T::Error;
 
     fn log(&self, message: NewMessage) -> Result<BusMessage, Self::Error> {

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use wavecrew_backends::config::Config;
 use wavecrew_backends::prompts::Prompts;
-use wavecrew_core::SessionId;
+use wavecrew_backends::routing::{Decision, resolve_executor};
 use wavecrew_core::bus::{BusMessage, ListFilter, ListResult, MessageBus, NewMessage, StateUpdate};
+use wavecrew_core::{SessionId, Task};
 
 /// A bus error of any implementation, kept whole (its message is the
 /// implementation's).
@@ -20,7 +21,7 @@ pub struct BusFault(Box<dyn std::error::Error + Send + Sync>);
 /// The bus a role talks to: any [`MessageBus`], its errors as [`BusFault`].
 pub type RoleBus = dyn MessageBus<Error = BusFault>;
 
-/// A shared [`RoleBus`] (it is itself a [`MessageBus`]).
+/// A shared [`RoleBus`].
 pub type SharedBus = Arc<RoleBus>;
 
 /// A bus with its error type erased.
@@ -127,6 +128,19 @@ impl RoleContext {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default()
+    }
+
+    /// The backend of `task`: `--backend` → task `metadata.executor` →
+    /// `plan_backend` (a plan's `Execution Backend:`) → auto from the
+    /// description.
+    pub fn decide(&self, task: &Task, plan_backend: Option<&str>) -> Decision {
+        resolve_executor(
+            &self.config,
+            self.run_backend.as_deref(),
+            task.executor(),
+            plan_backend,
+            &task.description,
+        )
     }
 
     /// The attempts allowed per backend: `[routing] max_retries` + 1.

@@ -9,6 +9,7 @@ use serde_json::Value;
 use wavecrew_core::role::{Role, WorkerOptions, WorkerSummary, run_worker};
 use wavecrew_core::{TaskId, TaskStore};
 
+use crate::context::RoleBus;
 use crate::session::{KitError, RoleSession};
 
 /// What a role does after a round of the worker loop without `--task`.
@@ -65,9 +66,10 @@ pub fn run_role<R: Role>(
         .enable_all()
         .build()
         .map_err(KitError::Runtime)?;
+    let bus: &RoleBus = &*session.ctx.bus;
     let mut failed = 0;
     loop {
-        let summary = rt.block_on(run_worker(role, &session.store, &session.ctx.bus, options))?;
+        let summary = rt.block_on(run_worker(role, &session.store, &bus, options))?;
         for id in &summary.completed {
             say(&format!("{} {} completed", role.tag(), id.as_str()));
         }

@@ -8,7 +8,7 @@ use wavecrew_backends::config::{Config, ConfigError};
 use wavecrew_core::{CoreError, FileTaskStore, IdError, SessionId, TaskId};
 use wavecrew_msgbus::{Bus, BusError, Durability, KeyUse};
 
-use crate::context::{RoleContext, share_bus};
+use crate::context::{BusFault, RoleContext, share_bus};
 
 /// Why a session could not be opened or a role could not run.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +40,9 @@ pub enum KitError {
     /// The bus cannot be opened.
     #[error(transparent)]
     Bus(#[from] BusError),
+    /// A bus operation failed.
+    #[error(transparent)]
+    BusFault(#[from] BusFault),
     /// The task store or the worker loop failed.
     #[error(transparent)]
     Core(#[from] CoreError),
@@ -65,7 +68,7 @@ impl KitError {
             | KitError::NoProject { .. }
             | KitError::Id(_)
             | KitError::Config(_) => true,
-            KitError::Bus(_) | KitError::Runtime(_) => false,
+            KitError::Bus(_) | KitError::BusFault(_) | KitError::Runtime(_) => false,
             KitError::Core(e) => e.is_bad_input(),
             KitError::Other { bad_input, .. } => *bad_input,
         }
