@@ -49,14 +49,6 @@ pub enum KitError {
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
-    /// Something a role's own step reports (`bad_input` says which exit).
-    #[error("{message}")]
-    Other {
-        /// What went wrong.
-        message: String,
-        /// Whether it is the user's input (exit 2) rather than the machine's.
-        bad_input: bool,
-    },
 }
 
 impl KitError {
@@ -70,7 +62,6 @@ impl KitError {
             | KitError::Config(_) => true,
             KitError::Bus(_) | KitError::BusFault(_) | KitError::Runtime(_) => false,
             KitError::Core(e) => e.is_bad_input(),
-            KitError::Other { bad_input, .. } => *bad_input,
         }
     }
 }
