@@ -27,7 +27,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release")
+BIN = os.environ.get("WAVECREW_BIN_DIR", os.path.join(ROOT, "target", "release"))
 SESSION = "TC-bench-2026-11-23"
 
 
@@ -74,7 +74,10 @@ def write_project(root, deps, agent_argv):
             f,
         )
     with open(os.path.join(s, "roles", "developer.md"), "w") as f:
-        f.write("# Role: developer\n\n## Execution\nDo the task.\n")
+        f.write(
+            "# Role: developer\n\n## Identity\nThe developer.\n\n## Boundaries\n"
+            "The project only.\n\n## Execution\nDo the task.\n"
+        )
     with open(os.path.join(root, "wavecrew.toml"), "w") as f:
         f.write(
             "[aliases]\nagent = \"bench\"\ncodex = \"bench\"\n\n"

@@ -21,10 +21,12 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 use wavecrew_backends::config::Config;
-use wavecrew_core::role::{WorkerOptions, run_worker};
+use wavecrew_core::role::WorkerOptions;
 use wavecrew_core::store::LeasePolicy;
-use wavecrew_core::{FileTaskStore, TaskId, TaskStore};
+use wavecrew_core::{FileTaskStore, TaskStore};
 use wavecrew_msgbus::{Bus, Durability, KeyUse};
+use wavecrew_role_kit::run::stop;
+use wavecrew_role_kit::{OpenSpec, RoleSession, run_role};
 use wavecrew_role_team::agent_role::AgentRole;
 use wavecrew_role_team::reconcile::reconcile;
 use wavecrew_role_team::report::check_text;
@@ -160,7 +162,6 @@ pub fn run_command(command: TeamCommand, config: Option<&Path>) -> CmdResult {
 
 struct Opened {
     valid: ValidSession,
-    root: PathBuf,
     store: Arc<FileTaskStore>,
     bus: Arc<Bus>,
     config: Config,
@@ -192,7 +193,6 @@ fn open(session: Option<&Path>, config: Option<&Path>) -> Result<Opened, CliErro
     let bus = Arc::new(bus);
     Ok(Opened {
         valid,
-        root,
         store,
         bus,
         config,
@@ -396,9 +396,12 @@ fn progress_line(bar: Option<&indicatif::ProgressBar>, session_dir: &Path, p: &P
 }
 
 fn worker(args: &WorkerArgs, config: Option<&Path>) -> CmdResult {
-    let opened = open(Some(&args.session), config)?;
-    let role = opened
-        .valid
+    let valid = wavecrew_role_team::validate(Some(&args.session)).map_err(|e| {
+        CliError::bad_input(anyhow::anyhow!(
+            "{e}\nhint: re-run team-coordinate to regenerate the session"
+        ))
+    })?;
+    let role = valid
         .session
         .roles
         .iter()
@@ -409,33 +412,26 @@ fn worker(args: &WorkerArgs, config: Option<&Path>) -> CmdResult {
                 args.role
             ))
         })?;
-    let role_file = opened.valid.dir.join(role.instructions_path());
-    let mut agent = AgentRole::new(
+    let role_file = valid.dir.join(role.instructions_path());
+    let session = RoleSession::open(&OpenSpec {
+        config,
+        task: Some(&args.task),
+        backend: args.backend.clone(),
+        bus_key: Some(valid.session.session_id.as_str()),
+        ..OpenSpec::session(&valid.dir)
+    })?;
+    let agent = AgentRole::new(
         role.name.as_str(),
         &role.prefix,
         &role_file,
-        opened.root.clone(),
-        opened.valid.dir.clone(),
-        opened.config.clone(),
+        session.ctx.clone(),
     )
     .map_err(|e| CliError::bad_input(anyhow::anyhow!("{}: {e}", role_file.display())))?;
-    agent.run_backend.clone_from(&args.backend);
-    let task = TaskId::new(args.task.clone())?;
-    let rt = runtime()?;
     let options = WorkerOptions {
-        task: Some(task),
+        task: session.task.clone(),
         fast_advance: args.fast_advance,
         blockers: crate::worker::blocker_rule(args.on_failure),
         ..WorkerOptions::default()
     };
-    let summary = rt.block_on(run_worker(&agent, &*opened.store, &*opened.bus, &options))?;
-    if let Some(why) = &summary.not_taken {
-        output::error(why);
-        return Ok(Exit::Failed);
-    }
-    Ok(if summary.failed.is_empty() {
-        Exit::Success
-    } else {
-        Exit::Failed
-    })
+    Ok(run_role(&session, &agent, &options, stop)?.into())
 }

@@ -346,6 +346,14 @@ impl MessageBus for Bus {
         let records = follower.poll_now()?;
         Ok((records, BusCursor(follower.offset())))
     }
+
+    fn update_state(
+        &self,
+        message: NewMessage,
+        update: wavecrew_core::bus::StateUpdate<'_>,
+    ) -> Result<BusMessage> {
+        Bus::update_state(self, message, update)
+    }
 }
 
 /// ccw's result objects and human lines, shared by the CLI and the tests.

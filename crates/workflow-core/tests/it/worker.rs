@@ -56,6 +56,15 @@ impl MessageBus for MemoryBus {
         let from = usize::try_from(cursor.0).unwrap().min(all.len());
         Ok((all[from..].to_vec(), BusCursor(all.len() as u64)))
     }
+    fn update_state(
+        &self,
+        mut m: NewMessage,
+        update: wavecrew_core::bus::StateUpdate<'_>,
+    ) -> Result<BusMessage, Self::Error> {
+        m.kind = Some("state_update".into());
+        m.data = Some(update(&Map::new()));
+        self.log(m)
+    }
 }
 
 /// Completes every task except those whose description says "fail".
