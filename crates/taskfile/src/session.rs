@@ -101,9 +101,12 @@ pub(crate) fn task_record(
 impl SessionPlan {
     /// Where the session goes: `<root>/.workflow/.team/<session-id>`.
     pub fn dir(&self) -> PathBuf {
-        self.root
-            .join(".workflow/.team")
-            .join(self.session_id.as_str())
+        let team = if self.root == Path::new(".") {
+            PathBuf::from(".workflow/.team")
+        } else {
+            self.root.join(".workflow/.team")
+        };
+        team.join(self.session_id.as_str())
     }
 
     fn role_entries(&self) -> Vec<RoleEntry> {
