@@ -11,5 +11,7 @@ mod planex;
 mod report;
 mod roadmap;
 mod scripted;
+mod taskfile;
 mod team;
 mod testrun;
+mod walkthrough;
