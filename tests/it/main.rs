@@ -14,4 +14,4 @@ mod scripted;
 mod taskfile;
 mod team;
 mod testrun;
-mod walkthrough;
+pub(crate) mod walkthrough;

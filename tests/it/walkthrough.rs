@@ -153,7 +153,10 @@ fn the_readme_walkthrough_runs_as_written() {
             "sh" => {
                 for line in text.lines().filter(|l| !l.trim().is_empty()) {
                     let argv = shell_words(line);
-                    assert_eq!(argv[0], "wavecrew", "walkthrough commands are wavecrew's: {line}");
+                    assert_eq!(
+                        argv[0], "wavecrew",
+                        "walkthrough commands are wavecrew's: {line}"
+                    );
                     let out: CliOutput = Command::new(&wavecrew)
                         .args(&argv[1..])
                         .current_dir(repo.path())
