@@ -5,6 +5,7 @@
 //! `wavecrew new` read back by `plan` and `msg`, `--help`, completions and
 //! the man page, and no file of the repository pointing outside it.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
@@ -319,7 +320,7 @@ fn malformed_task_files_name_the_file_line_and_field() {
             assert!(out.stderr.contains("field `"), "{what}: {}", out.stderr);
         }
         let out = run_bin("wavecrew", &["new", "wavecrew.tasks.toml"], repo.path());
-        all.push_str(&format!("## {what}\n{}\n", out.stderr));
+        let _ = write!(all, "## {what}\n{}\n", out.stderr);
     }
     assert!(
         !repo.path().join(".workflow").exists()
@@ -482,7 +483,7 @@ fn no_file_of_the_repository_points_outside_it() {
                 found.push(format!("{name}: `{needle}`"));
             }
         }
-        if name.ends_with(".md") {
+        if Path::new(name).extension().is_some_and(|e| e.eq_ignore_ascii_case("md")) {
             if let Some(m) = notes.find(&text) {
                 found.push(format!(
                     "{name}: names `{}`, which is not in the repository",

@@ -7,6 +7,7 @@
 //! claude's stream format, so the walkthrough cannot drift from what
 //! wavecrew does.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -148,7 +149,7 @@ fn the_readme_walkthrough_runs_as_written() {
                     .and_then(|l| l.strip_prefix("# "))
                     .expect("a toml block of the walkthrough starts with `# <file name>`");
                 std::fs::write(repo.path().join(name.trim()), text).unwrap();
-                transcript.push_str(&format!("## wrote {name}\n\n"));
+                let _ = write!(transcript, "## wrote {name}\n\n");
             }
             "sh" => {
                 for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -171,10 +172,11 @@ fn the_readme_walkthrough_runs_as_written() {
                         .unwrap()
                         .into();
                     assert_eq!(out.code, 0, "`{line}` failed:\n{}", out.render());
-                    transcript.push_str(&format!(
+                    let _ = write!(
+                        transcript,
                         "## $ {line}\n{}\n\n",
                         steady(&out.render_in(repo.path()))
-                    ));
+                    );
                 }
             }
             other => panic!("the walkthrough has a block of unknown kind `{other}`"),

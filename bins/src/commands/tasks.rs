@@ -106,13 +106,12 @@ pub fn after_run(session: &Path, result: CmdResult, json_out: bool) -> CmdResult
     let summary_md = session.join("reports/summary.md");
     if let Some(target) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| !v.is_empty())
         && summary_md.is_file()
+        && let Err(e) = append_step_summary(Path::new(&target), &summary_md)
     {
-        if let Err(e) = append_step_summary(Path::new(&target), &summary_md) {
-            output::warning(&format!(
-                "GITHUB_STEP_SUMMARY: cannot append {}: {e}",
-                summary_md.display()
-            ));
-        }
+        output::warning(&format!(
+            "GITHUB_STEP_SUMMARY: cannot append {}: {e}",
+            summary_md.display()
+        ));
     }
     if json_out {
         let (code, error) = match &result {
