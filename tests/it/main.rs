@@ -5,6 +5,7 @@ mod check;
 mod crash;
 mod docs;
 mod executor;
+mod install;
 mod msg;
 mod plan;
 mod planex;

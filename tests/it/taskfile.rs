@@ -483,7 +483,10 @@ fn no_file_of_the_repository_points_outside_it() {
                 found.push(format!("{name}: `{needle}`"));
             }
         }
-        if Path::new(name).extension().is_some_and(|e| e.eq_ignore_ascii_case("md")) {
+        if Path::new(name)
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("md"))
+        {
             if let Some(m) = notes.find(&text) {
                 found.push(format!(
                     "{name}: names `{}`, which is not in the repository",
