@@ -173,7 +173,7 @@ fn a_diamond_and_a_chain_run_to_the_end_from_a_task_file() {
         .current_dir(repo.path())
         .env("GITHUB_STEP_SUMMARY", &step_summary)
         .env("CI", "1")
-        .env_remove("RUST_LOG")
+        .env("RUST_LOG", "info")
         .stdin(std::process::Stdio::null())
         .output()
         .unwrap()
@@ -202,6 +202,13 @@ fn a_diamond_and_a_chain_run_to_the_end_from_a_task_file() {
     for n in 1..=6 {
         assert!(repo.path().join(format!("out/IMPL-00{n}.txt")).is_file());
     }
+    // RUST_LOG reaches the workers too: their logs say how each attempt ended.
+    let worker_log = std::fs::read_to_string(
+        repo.path()
+            .join(".workflow/.team/TC-diamond/workers/IMPL-001.log"),
+    )
+    .unwrap();
+    assert!(worker_log.contains("attempt ended"), "{worker_log}");
     // The step summary got summary.md appended, after what was there.
     let summary = std::fs::read_to_string(&step_summary).unwrap();
     assert!(
