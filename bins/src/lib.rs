@@ -99,6 +99,8 @@ pub enum Command {
     Completions(commands::shell::CompletionsArgs),
     /// Print the man page (roff): `wavecrew man > wavecrew.1`.
     Man,
+    /// Print the JSON Schema of the task file, for editors: `wavecrew schema > wavecrew.tasks.schema.json`.
+    Schema,
 }
 
 /// `wavecrew run` arguments.
@@ -185,6 +187,10 @@ pub fn wavecrew_main() -> ExitCode {
         Command::New(a) => commands::tasks::new(&a),
         Command::Completions(a) => commands::shell::completions(&a),
         Command::Man => commands::shell::man(),
+        Command::Schema => {
+            output::line(wavecrew_taskfile::schema_text().trim_end());
+            Ok(Exit::Success)
+        }
         Command::Demo(a) => commands::demo::run(&a),
         Command::Status(a) => commands::report::status(&a),
         Command::Report(a) => commands::report::report(&a),

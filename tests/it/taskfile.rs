@@ -429,6 +429,15 @@ fn completions_man_page_and_logs() {
         assert_eq!(out.code, 0, "{shell}");
         assert!(out.stdout.contains("wavecrew"), "{shell}");
     }
+    let schema = run_bin("wavecrew", &["schema"], Path::new("."));
+    assert_eq!(schema.code, 0);
+    assert_eq!(
+        schema.stdout,
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/wavecrew.tasks.schema.json")
+        )
+        .unwrap()
+    );
     let man = run_bin("wavecrew", &["man"], Path::new("."));
     assert_eq!(man.code, 0);
     assert!(
