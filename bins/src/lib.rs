@@ -133,7 +133,12 @@ pub struct RunArgs {
 /// `wavecrew run`: a task file becomes its session first; then the
 /// session runs as `wavecrew-team run` runs it.
 fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit, CliError> {
-    let session = commands::tasks::session_for_run(&a.session, &a.root)?;
+    let session = match commands::tasks::session_for_run(&a.session, &a.root) {
+        Ok(s) => s,
+        // Scripts get their one object even when the input is refused.
+        Err(e) if a.json => return commands::tasks::after_run(&a.session, Err(e), true),
+        Err(e) => return Err(e),
+    };
     if a.json {
         output::lines_to_stderr();
     }

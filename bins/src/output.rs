@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static LINES_TO_STDERR: AtomicBool = AtomicBool::new(false);
 
-/// From now on, [`line`] writes to stderr: stdout is kept for the one JSON
+/// From now on, [`line()`] writes to stderr: stdout is kept for the one JSON
 /// object of a `--json` command.
 pub fn lines_to_stderr() {
     LINES_TO_STDERR.store(true, Ordering::Relaxed);

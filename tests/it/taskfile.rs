@@ -326,6 +326,21 @@ fn malformed_task_files_name_the_file_line_and_field() {
             );
             assert!(out.stderr.contains("field `"), "{what}: {}", out.stderr);
         }
+        let json = run_bin(
+            "wavecrew",
+            &["run", "wavecrew.tasks.toml", "--json"],
+            repo.path(),
+        );
+        assert_eq!(json.code, 2, "{what}: {}", json.render());
+        let v: Value = serde_json::from_str(&json.stdout).unwrap();
+        assert_eq!(v["outcome"], "bad_input", "{what}: {v}");
+        assert!(
+            v["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("wavecrew.tasks.toml:"),
+            "{v}"
+        );
         let out = run_bin("wavecrew", &["new", "wavecrew.tasks.toml"], repo.path());
         let _ = write!(all, "## {what}\n{}\n", out.stderr);
     }

@@ -188,7 +188,7 @@ pub fn final_object(session: &Path, code: Exit, error: Option<&str>) -> Value {
     json!({
         "session": {
             "id": run_summary.as_ref().and_then(|s| s["session"].get("id").cloned()),
-            "dir": session,
+            "dir": session.is_dir().then_some(session),
             "status": run_summary.as_ref().and_then(|s| s["session"].get("status").cloned()),
         },
         "outcome": outcome,
