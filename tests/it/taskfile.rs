@@ -524,6 +524,11 @@ fn no_file_of_the_repository_points_outside_it() {
                     m.as_str()
                 ));
             }
+            if text.contains('§') {
+                found.push(format!(
+                    "{name}: cites a section (§) of notes that are not in the repository"
+                ));
+            }
             for c in md_link.captures_iter(&text) {
                 let target = &c[1];
                 if target.contains("://") || target.starts_with("mailto:") {
