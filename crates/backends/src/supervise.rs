@@ -195,6 +195,13 @@ pub async fn supervise(
             return result;
         }
     };
+    tracing::debug!(
+        program = %spawn.program.display(),
+        args = spawn.args.len(),
+        cwd = %spawn.cwd.display(),
+        pid = child.id(),
+        "agent process started"
+    );
     let pgid = Pid::from_raw(
         child
             .id()
@@ -276,6 +283,12 @@ pub async fn supervise(
         (None, Some(Err(e))) => Ended::SpawnFailed(format!("waiting for the child: {e}")),
         (None, None) => Ended::SpawnFailed("the child vanished".into()),
     };
+    tracing::debug!(
+        program = %spawn.program.display(),
+        ended = ?result.ended,
+        duration_ms = u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
+        "agent process ended"
+    );
     result
 }
 

@@ -96,6 +96,7 @@ impl Bus {
         let build = Self::complete(message)?;
         let mut guard = self.log.lock()?;
         let record = self.log.append_locked(&mut guard, build)?;
+        tracing::trace!(id = %record.id, from = %record.from, to = %record.to, kind = %record.kind, "bus record");
         if record.kind == "state_update"
             && let Some(data) = &record.data
         {

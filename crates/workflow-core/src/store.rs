@@ -348,6 +348,7 @@ impl TaskStore for FileTaskStore {
             heartbeat_at: now,
         });
         self.write(&mut task)?;
+        tracing::debug!(task = %id, worker = %worker.worker, attempt = task.attempts, "task claimed");
         Ok(Claim::Claimed(Box::new(task)))
     }
 
@@ -392,6 +393,7 @@ impl TaskStore for FileTaskStore {
             task.result = result;
         }
         self.write(&mut task)?;
+        tracing::debug!(task = %id, worker = %worker.worker, status = %status, "task finished");
         Ok(task)
     }
 
