@@ -150,11 +150,7 @@ pub fn final_object(session: &Path, code: Exit, error: Option<&str>) -> Value {
         .iter()
         .filter(|t| t.status == TaskStatus::Failed)
         .map(|t| {
-            let why = t
-                .result
-                .as_ref()
-                .and_then(|r| r.get("error"))
-                .and_then(Value::as_str);
+            let why = t.error();
             json!({
                 "id": t.id,
                 "error": why,

@@ -44,12 +44,7 @@ impl<B: MessageBus + 'static> Team<B> {
             .iter()
             .filter(|t| t.status == TaskStatus::Failed)
             .map(|t| {
-                let why = t
-                    .result
-                    .as_ref()
-                    .and_then(|r| r.get("error"))
-                    .and_then(|e| e.as_str())
-                    .unwrap_or("no error recorded");
+                let why = t.error().unwrap_or("no error recorded");
                 (t.id.clone(), why.to_owned())
             })
             .collect();

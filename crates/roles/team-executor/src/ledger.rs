@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::{Map, json};
-use wavecrew_core::bus::{MessageBus, NewMessage};
+use wavecrew_core::bus::MessageBus;
 use wavecrew_core::{TaskId, TaskStatus, TaskStore};
 
 use crate::orchestrate::Progress;
@@ -208,19 +208,8 @@ impl<B: MessageBus> State<B> {
         }
     }
 
-    /// A record of the orchestrator (`[executor]`) on the bus.
     fn record(&self, kind: &str, summary: &str, data: Map<String, serde_json::Value>) {
-        let logged = self.bus.log(NewMessage {
-            from: "executor".into(),
-            to: Some("coordinator".into()),
-            kind: Some(kind.into()),
-            summary: Some(format!("[executor] {summary}")),
-            data: Some(data),
-            reference: None,
-        });
-        if let Err(e) = logged {
-            tracing::error!("message bus: {e}");
-        }
+        crate::orchestrate::log_record(&*self.bus, kind, summary, data);
     }
 
     fn totals(&mut self) {

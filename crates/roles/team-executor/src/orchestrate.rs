@@ -203,12 +203,20 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
     }
 }
 
-fn log_record<B: MessageBus>(bus: &B, kind: &str, summary: String, data: Map<String, Value>) {
+/// A record of the orchestrator on the bus: from `executor` to the
+/// coordinator, its summary tagged `[executor]`. A bus that cannot take it
+/// is logged, not fatal: the task store stays the truth.
+pub(crate) fn log_record<B: MessageBus + ?Sized>(
+    bus: &B,
+    kind: &str,
+    summary: &str,
+    data: Map<String, Value>,
+) {
     let logged = bus.log(NewMessage {
         from: "executor".into(),
         to: Some("coordinator".into()),
         kind: Some(kind.into()),
-        summary: Some(["[executor] ".to_owned(), summary].concat()),
+        summary: Some(format!("[executor] {summary}")),
         data: Some(data),
         reference: None,
     });
@@ -243,7 +251,7 @@ impl<B: MessageBus + 'static> Team<B> {
         }
     }
 
-    fn log(&self, kind: &str, summary: String, data: Map<String, Value>) {
+    fn log(&self, kind: &str, summary: &str, data: Map<String, Value>) {
         log_record(&*self.bus, kind, summary, data);
     }
 
@@ -278,7 +286,7 @@ impl<B: MessageBus + 'static> Team<B> {
         data.insert("pid".into(), json!(pid));
         self.log(
             "task_unblocked",
-            format!("{} ready → {role} worker (pid {pid})", task.id.as_str()),
+            &format!("{} ready → {role} worker (pid {pid})", task.id.as_str()),
             data,
         );
         self.valid.session.active_workers.push(json!({
@@ -401,7 +409,7 @@ impl<B: MessageBus + 'static> Team<B> {
                     d.insert("gap".into(), json!(m.summary));
                     self.log(
                         "warning",
-                        format!(
+                        &format!(
                             "capability gap reported by {}: {} (continuing; add a role file or re-run team-coordinate to cover it)",
                             m.from, m.summary
                         ),
@@ -471,7 +479,9 @@ impl<B: MessageBus + 'static> Team<B> {
                 d.insert("revises".into(), json!(task));
                 self.log(
                     "task_created",
-                    format!("consensus blocked (HIGH) on {task}: revision task {revision} created"),
+                    &format!(
+                        "consensus blocked (HIGH) on {task}: revision task {revision} created"
+                    ),
                     d,
                 );
                 return Ok(true);
@@ -481,7 +491,7 @@ impl<B: MessageBus + 'static> Team<B> {
         d.insert("task_id".into(), json!(task));
         self.log(
             "paused",
-            format!("consensus blocked (HIGH) again on {task}: pausing for a person"),
+            &format!("consensus blocked (HIGH) again on {task}: pausing for a person"),
             d,
         );
         self.paused = Some((task.to_owned(), reason.to_owned()));
@@ -781,14 +791,7 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
     fn ended(&self, task: &Task) -> Option<RunOutcome> {
         let outcome = match task.status {
             TaskStatus::Completed => RunOutcome::Succeeded,
-            TaskStatus::Failed => RunOutcome::failed(
-                task.result
-                    .as_ref()
-                    .and_then(|r| r.get("error"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("failed")
-                    .to_owned(),
-            ),
+            TaskStatus::Failed => RunOutcome::failed(task.error().unwrap_or("failed")),
             TaskStatus::Skipped => return Some(RunOutcome::failed("skipped")),
             _ => return None,
         };
@@ -832,7 +835,7 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 log_record(
                     &*bus,
                     "error",
-                    format!(
+                    &format!(
                         "{} failed: its worker crashed {crashes} times",
                         task.as_str()
                     ),
@@ -842,7 +845,7 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 log_record(
                     &*bus,
                     "warning",
-                    format!(
+                    &format!(
                         "{}: worker crashed ({crashes}/{retries}); the task returns to pending",
                         task.as_str()
                     ),
@@ -938,7 +941,7 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
         let updated = blocking(move || {
             let mut data = task_data(&id);
             data.insert("error".into(), json!(error));
-            log_record(&*bus, "error", format!("{}: {error}", id.as_str()), data);
+            log_record(&*bus, "error", &format!("{}: {error}", id.as_str()), data);
             store.update(&id, &mut |x| {
                 x.status = TaskStatus::Failed;
                 x.result = Some(json!({"error": error}));
