@@ -14,6 +14,9 @@
 //! leak_timeout_ms = 2000     # pipes held after the agent ended: closed
 //! max_parallel = 4           # attempts at once, all backends together
 //!
+//! [limits.roles]             # tasks of a role at once, within max_parallel
+//! reviewer = 1
+//!
 //! [aliases]                  # the seeds' names → any backend
 //! agent = "mine"
 //!
@@ -246,6 +249,9 @@ pub struct LimitsConfig {
     pub max_parallel: usize,
     /// A private `HOME`/`TMPDIR` per attempt, for every backend.
     pub isolate_home: bool,
+    /// `[limits.roles]`: at most this many tasks of a role at once
+    /// (`developer = 2`), within `max_parallel`.
+    pub roles: BTreeMap<String, usize>,
 }
 
 impl Default for LimitsConfig {
@@ -259,6 +265,7 @@ impl Default for LimitsConfig {
                 .unwrap_or(u64::MAX),
             max_parallel: 4,
             isolate_home: false,
+            roles: BTreeMap::new(),
         }
     }
 }
@@ -389,6 +396,14 @@ impl Config {
                 "limits.max_parallel".into(),
                 "expected at least 1".into(),
             ));
+        }
+        for (role, limit) in &self.limits.roles {
+            if *limit == 0 {
+                return Err(invalid(
+                    format!("limits.roles.{role}"),
+                    "expected at least 1".into(),
+                ));
+            }
         }
         for (name, spec) in &self.backends {
             let key = |k: &str| format!("backends.{name}.{k}");

@@ -490,6 +490,15 @@ impl CliBackend {
                 outcome: Box::new(outcome),
             });
         }
+        tracing::info!(
+            task = %request.task_id,
+            backend = %outcome.backend,
+            outcome = ?outcome.outcome,
+            exit_code = ?outcome.exit_code,
+            files_changed = outcome.files_changed.len(),
+            notes = notes.len(),
+            "attempt ended"
+        );
         Ok(Attempt {
             outcome,
             notes,

@@ -280,6 +280,13 @@ pub async fn supervise(
             return result;
         }
     };
+    tracing::debug!(
+        program = %spawn.program.display(),
+        args = spawn.args.len(),
+        cwd = %spawn.cwd.display(),
+        pid = child.id(),
+        "agent process started"
+    );
     // Taken now: once the child is reaped its id is gone.
     let pgid = Pgid::of_leader(child.id());
     if let (StdinInput::Bytes(bytes), Some(mut stdin)) = (&spawn.stdin, child.stdin.take()) {
@@ -383,6 +390,12 @@ pub async fn supervise(
         (None, Some(Err(e))) => Ended::SpawnFailed(format!("waiting for the child: {e}")),
         (None, None) => Ended::SpawnFailed("the child vanished".into()),
     };
+    tracing::debug!(
+        program = %spawn.program.display(),
+        ended = ?result.ended,
+        duration_ms = u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
+        "agent process ended"
+    );
     result
 }
 
