@@ -2,7 +2,12 @@
 //! bus back in line after anything (a crash, a kill, a hand edit).
 //!
 //! * tasks named in `task-analysis.json` but missing from the store are
-//!   created with their blockers and owner;
+//!   created with everything the analysis says about them
+//!   ([`AnalysisTask::to_task`](wavecrew_core::AnalysisTask::to_task)):
+//!   blockers, owner, `metadata`, and the description and title of
+//!   team-coordinate's `capabilities[].tasks[]`;
+//! * a task file that cannot be read is reported with its path
+//!   ([`Reconciled::unreadable`]) and left alone; the other tasks go on;
 //! * `completed_tasks` is rebuilt from the store, both directions (an id
 //!   listed but not completed is dropped with a `warning`);
 //! * an `in_progress` task whose lease expired is reset to pending
@@ -11,6 +16,9 @@
 //!   worker is alive is left alone and adopted;
 //! * `team-session.json` is rewritten atomically: `status = active`,
 //!   `active_workers` = the live workers, pipeline counts.
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 use wavecrew_core::bus::{MessageBus, NewMessage};
@@ -32,6 +40,10 @@ pub struct Reconciled {
     pub uncompleted: Vec<TaskId>,
     /// In-progress tasks whose worker is alive: `(task, pid)`.
     pub live: Vec<(TaskId, u32)>,
+    /// Task files that cannot be read: `(path, what is wrong)`, by path.
+    /// Reconcile leaves them alone (it neither recreates nor resets them);
+    /// the caller decides whether to run without them or to refuse.
+    pub unreadable: Vec<(PathBuf, String)>,
 }
 
 fn note<B: MessageBus>(bus: &B, kind: &str, summary: String, task: &TaskId) {
@@ -55,29 +67,31 @@ pub fn reconcile<B: MessageBus>(
     policy: &LeasePolicy,
 ) -> wavecrew_core::Result<Reconciled> {
     let mut out = Reconciled::default();
-    // Missing tasks, with their blockers.
-    let existing: std::collections::HashSet<TaskId> =
-        store.list()?.into_iter().map(|t| t.id).collect();
+    let listing = store.list_lenient()?;
+    // The file names of unreadable tasks: such a task exists, it is not
+    // created again from the analysis.
+    let unreadable: HashSet<String> = listing
+        .problems
+        .iter()
+        .filter_map(|p| Some(p.path.file_stem()?.to_str()?.to_owned()))
+        .collect();
+    out.unreadable = listing
+        .problems
+        .into_iter()
+        .map(|p| (p.path, p.error.to_string()))
+        .collect();
+    // Missing tasks, with all the analysis says about them.
+    let existing: HashSet<TaskId> = listing.tasks.into_iter().map(|t| t.id).collect();
     for a in valid.analysis.effective_tasks() {
-        if existing.contains(&a.id) {
+        if existing.contains(&a.id) || unreadable.contains(a.id.as_str()) {
             continue;
         }
-        let subject = a.subject.clone().unwrap_or_else(|| a.id.to_string());
-        let description = a
-            .extra
-            .get("description")
-            .and_then(Value::as_str)
-            .unwrap_or(&subject)
-            .to_owned();
-        let mut task = Task::new(a.id.clone(), subject, description);
-        task.owner.clone_from(&a.owner);
-        task.blocked_by.clone_from(&a.blocked_by);
-        store.create(task)?;
+        store.create(a.to_task())?;
         out.created.push(a.id);
     }
     // Interrupted work: orphans (worker gone) and expired leases.
     let now = jiff::Timestamp::now();
-    for t in store.list()? {
+    for t in store.list_lenient()?.tasks {
         if t.status != TaskStatus::InProgress {
             continue;
         }
@@ -104,15 +118,20 @@ pub fn reconcile<B: MessageBus>(
             id,
         );
     }
-    // completed_tasks, both directions.
-    let tasks = store.list()?;
-    let completed: Vec<TaskId> = tasks
+    // completed_tasks, both directions (an unreadable task keeps its entry:
+    // nothing says it is not completed).
+    let tasks = store.list_lenient()?.tasks;
+    let mut completed: Vec<TaskId> = tasks
         .iter()
         .filter(|t| t.status == TaskStatus::Completed)
         .map(|t| t.id.clone())
         .collect();
+    let done: HashSet<&TaskId> = completed.iter().collect();
+    let mut kept: Vec<TaskId> = Vec::new();
     for id in &valid.session.completed_tasks {
-        if !completed.contains(id) {
+        if unreadable.contains(id.as_str()) {
+            kept.push(id.clone());
+        } else if !done.contains(id) {
             out.uncompleted.push(id.clone());
             note(
                 bus,
@@ -125,16 +144,17 @@ pub fn reconcile<B: MessageBus>(
             );
         }
     }
+    drop(done);
+    completed.extend(kept);
     valid.session.completed_tasks = completed;
     valid.session.status = SessionStatus::Active;
+    let owners: HashMap<&TaskId, Option<&String>> =
+        tasks.iter().map(|t| (&t.id, t.owner.as_ref())).collect();
     valid.session.active_workers = out
         .live
         .iter()
         .map(|(id, pid)| {
-            let owner = tasks
-                .iter()
-                .find(|t| &t.id == id)
-                .and_then(|t| t.owner.clone());
+            let owner = owners.get(id).copied().flatten();
             json!({"role": owner, "task": id.as_str(), "pid": pid, "adopted": true})
         })
         .collect();
