@@ -84,34 +84,42 @@ impl CliError {
             return self;
         }
         match storage_full_cause(&self.error) {
-            Some(path) => CliError::storage_full(path.as_deref(), self.error),
+            Some(full) => CliError::storage_full(full.path.as_deref(), self.error),
             None => self,
         }
     }
 }
 
-/// `Some(path if known)` when `error` comes from a full disk: a
-/// [`CoreError`] or an [`std::io::Error`] of that kind in its chain, or, for
-/// an error that crossed a process boundary or a string (a worker's stderr,
-/// an attempt's failure text), the operating system's message for it.
-fn storage_full_cause(error: &anyhow::Error) -> Option<Option<PathBuf>> {
+/// A full disk found among the causes of an error.
+struct StorageFull {
+    /// The file or folder being written, when the error names it.
+    path: Option<PathBuf>,
+}
+
+/// Whether `error` comes from a full disk: a [`CoreError`] or an
+/// [`std::io::Error`] of that kind in its chain, or, for an error that
+/// crossed a process boundary or a string (a worker's stderr, an attempt's
+/// failure text), the operating system's message for it.
+fn storage_full_cause(error: &anyhow::Error) -> Option<StorageFull> {
     for cause in error.chain() {
         if let Some(e) = cause.downcast_ref::<CoreError>()
             && e.is_storage_full()
         {
-            return Some(e.io_path().map(Path::to_owned));
+            return Some(StorageFull {
+                path: e.io_path().map(Path::to_owned),
+            });
         }
         if let Some(e) = cause.downcast_ref::<std::io::Error>()
             && is_storage_full(e.kind())
         {
-            return Some(None);
+            return Some(StorageFull { path: None });
         }
     }
     let text = format!("{error:#}");
     ["No space left on device", "Disk quota exceeded"]
         .iter()
         .any(|m| text.contains(m))
-        .then_some(None)
+        .then_some(StorageFull { path: None })
 }
 
 impl fmt::Display for CliError {

@@ -11,5 +11,6 @@ mod planex;
 mod report;
 mod roadmap;
 mod scripted;
+mod session_text;
 mod team;
 mod testrun;

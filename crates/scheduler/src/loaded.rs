@@ -78,7 +78,11 @@ mod tests {
         assert!(nodes[0].done && !nodes[1].done);
         assert_eq!(nodes[1].class.as_deref(), Some("gemini"));
         assert!((nodes[1].estimate - 120.0).abs() < f64::EPSILON);
-        let deps: Vec<&str> = nodes[2].deps.iter().map(|d| d.as_str()).collect();
+        let deps: Vec<&str> = nodes[2]
+            .deps
+            .iter()
+            .map(wavecrew_core::TaskId::as_str)
+            .collect();
         assert_eq!(deps, ["IMPL-001", "IMPL-2"]);
         let dag = build_loaded(&loaded, CyclePolicy::Abort).unwrap();
         assert_eq!(dag.pending_len(), 2);

@@ -99,7 +99,11 @@ impl<'de> Deserialize<'de> for GraphEntry {
 }
 
 /// One entry of `task-analysis.json#tasks`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Read by a hand-written visitor rather than `#[serde(flatten)]`, which
+/// would buffer every entry before reading it (twice the time and three
+/// times the memory on a 200,000-task file).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AnalysisTask {
     /// The task id.
     pub id: TaskId,
@@ -199,25 +203,28 @@ impl AnalysisTask {
     /// [`Task::extra`]. State the store owns (`status`, `lease`, …) is not
     /// taken from the analysis: the new task is pending.
     pub fn to_task(&self) -> Task {
+        self.clone().into_task()
+    }
+
+    /// [`AnalysisTask::to_task`], without copying.
+    pub fn into_task(self) -> Task {
         let subject = self.effective_subject();
         let description = self
             .description
-            .clone()
             .filter(|d| !d.trim().is_empty())
             .unwrap_or_else(|| subject.clone());
-        let mut task = Task::new(self.id.clone(), subject, description);
-        task.owner.clone_from(&self.owner);
-        task.blocked_by.clone_from(&self.blocked_by);
-        task.metadata.clone_from(&self.metadata);
-        if let Some(title) = &self.title {
-            task.extra
-                .insert("title".into(), Value::String(title.clone()));
+        let mut task = Task::new(self.id, subject, description);
+        task.owner = self.owner;
+        task.blocked_by = self.blocked_by;
+        task.metadata = self.metadata;
+        if let Some(title) = self.title {
+            task.extra.insert("title".into(), Value::String(title));
         }
-        for (key, value) in &self.extra {
+        for (key, value) in self.extra {
             if key == "activeForm" {
                 task.active_form = value.as_str().map(str::to_owned);
             } else if !STORE_OWNED.contains(&key.as_str()) {
-                task.extra.insert(key.clone(), value.clone());
+                task.extra.insert(key, value);
             }
         }
         task
@@ -249,8 +256,9 @@ pub(crate) fn merge_unique<'a>(deps: &mut Vec<TaskId>, more: impl IntoIterator<I
     }
 }
 
-/// `task-analysis.json`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// `task-analysis.json` (read by a hand-written visitor, like
+/// [`AnalysisTask`], so the whole document is never buffered).
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TaskAnalysis {
     /// The capabilities found (shape varies by ccw version; kept as written).
     #[serde(default)]
@@ -262,11 +270,119 @@ pub struct TaskAnalysis {
     #[serde(default)]
     pub roles: Vec<Value>,
     /// The tasks; absent in what team-coordinate writes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub tasks: Option<Vec<AnalysisTask>>,
     /// Every other key (`complexity_score`, `complexity`, `artifacts`, …).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// Reads a field once; a repeated key is an error, as with derived impls.
+fn once<'de, A: MapAccess<'de>, T: Deserialize<'de>>(
+    map: &mut A,
+    slot: &mut Option<T>,
+    name: &'static str,
+) -> std::result::Result<(), A::Error> {
+    if slot.is_some() {
+        return Err(serde::de::Error::duplicate_field(name));
+    }
+    *slot = Some(map.next_value()?);
+    Ok(())
+}
+
+impl<'de> Deserialize<'de> for AnalysisTask {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = AnalysisTask;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a task object with an `id`")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<AnalysisTask, A::Error> {
+                let mut id: Option<TaskId> = None;
+                let mut subject: Option<Option<String>> = None;
+                let mut title: Option<Option<String>> = None;
+                let mut description: Option<Option<String>> = None;
+                let mut owner: Option<Option<String>> = None;
+                let mut blocked_by: Option<Vec<TaskId>> = None;
+                let mut metadata: Option<Map<String, Value>> = None;
+                let mut extra = Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "id" => once(&mut map, &mut id, "id")?,
+                        "subject" => once(&mut map, &mut subject, "subject")?,
+                        "title" => once(&mut map, &mut title, "title")?,
+                        "description" => once(&mut map, &mut description, "description")?,
+                        "owner" => once(&mut map, &mut owner, "owner")?,
+                        "blockedBy" => once(&mut map, &mut blocked_by, "blockedBy")?,
+                        "metadata" => once(&mut map, &mut metadata, "metadata")?,
+                        _ => {
+                            let v: Value = map.next_value()?;
+                            extra.insert(key, v);
+                        }
+                    }
+                }
+                Ok(AnalysisTask {
+                    id: id.ok_or_else(|| serde::de::Error::missing_field("id"))?,
+                    subject: subject.flatten(),
+                    title: title.flatten(),
+                    description: description.flatten(),
+                    owner: owner.flatten(),
+                    blocked_by: blocked_by.unwrap_or_default(),
+                    metadata: metadata.unwrap_or_default(),
+                    extra,
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for TaskAnalysis {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = TaskAnalysis;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a task-analysis object")
+            }
+            fn visit_map<A: MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> std::result::Result<TaskAnalysis, A::Error> {
+                let mut capabilities: Option<Vec<Value>> = None;
+                let mut dependency_graph: Option<BTreeMap<TaskId, GraphEntry>> = None;
+                let mut roles: Option<Vec<Value>> = None;
+                let mut tasks: Option<Option<Vec<AnalysisTask>>> = None;
+                let mut extra = Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    match key.as_str() {
+                        "capabilities" => once(&mut map, &mut capabilities, "capabilities")?,
+                        "dependency_graph" => {
+                            once(&mut map, &mut dependency_graph, "dependency_graph")?;
+                        }
+                        "roles" => once(&mut map, &mut roles, "roles")?,
+                        "tasks" => once(&mut map, &mut tasks, "tasks")?,
+                        _ => {
+                            let v: Value = map.next_value()?;
+                            extra.insert(key, v);
+                        }
+                    }
+                }
+                Ok(TaskAnalysis {
+                    capabilities: capabilities.unwrap_or_default(),
+                    dependency_graph: dependency_graph.unwrap_or_default(),
+                    roles: roles.unwrap_or_default(),
+                    tasks: tasks.flatten(),
+                    extra,
+                })
+            }
+        }
+        d.deserialize_map(V)
+    }
 }
 
 impl TaskAnalysis {
@@ -284,47 +400,29 @@ impl TaskAnalysis {
     ///
     /// O(V + E): entries are found by id through a hash index.
     pub fn effective_tasks(&self) -> Vec<AnalysisTask> {
-        let mut tasks = self.tasks.clone().unwrap_or_default();
-        let mut position: HashMap<TaskId, usize> =
-            HashMap::with_capacity(tasks.len().max(self.dependency_graph.len()));
-        for (i, t) in tasks.iter().enumerate() {
-            position.entry(t.id.clone()).or_insert(i);
-        }
-        for (id, entry) in &self.dependency_graph {
-            if let Some(&i) = position.get(id) {
-                let t = &mut tasks[i];
-                merge_unique(&mut t.blocked_by, &entry.depends_on);
-                if t.owner.is_none() {
-                    t.owner.clone_from(&entry.role);
-                }
-            } else {
-                tasks.push(AnalysisTask::from_graph(id, entry));
-            }
-        }
-        let described = self.capability_tasks();
-        if !described.is_empty() {
-            for t in &mut tasks {
-                let Some(c) = described.get(t.id.as_str()) else {
-                    continue;
-                };
-                if t.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
-                    t.description = c.description.map(str::to_owned);
-                }
-                if t.title.is_none() {
-                    t.title = c.title.map(str::to_owned);
-                }
-            }
-        }
-        tasks
+        effective(
+            self.tasks.clone().unwrap_or_default(),
+            self.dependency_graph.iter(),
+            &self.capabilities,
+        )
+    }
+
+    /// [`TaskAnalysis::effective_tasks`] without copying the entries: what
+    /// loading a large session wants.
+    pub fn into_effective_tasks(self) -> Vec<AnalysisTask> {
+        effective(
+            self.tasks.unwrap_or_default(),
+            self.dependency_graph.iter(),
+            &self.capabilities,
+        )
     }
 
     /// `capabilities[].tasks[{id, description, title?}]` by id (the first
     /// entry of an id wins). Entries that are not objects with a string
     /// `id` are skipped: capabilities are kept as written.
-    fn capability_tasks(&self) -> HashMap<&str, CapabilityTask<'_>> {
+    fn capability_tasks(capabilities: &[Value]) -> HashMap<&str, CapabilityTask<'_>> {
         let mut out = HashMap::new();
-        let entries = self
-            .capabilities
+        let entries = capabilities
             .iter()
             .filter_map(|c| c.get("tasks")?.as_array())
             .flatten();
@@ -345,6 +443,86 @@ impl TaskAnalysis {
         }
         out
     }
+}
+
+/// See [`TaskAnalysis::effective_tasks`].
+fn effective<'a>(
+    mut tasks: Vec<AnalysisTask>,
+    graph: impl Iterator<Item = (&'a TaskId, &'a GraphEntry)>,
+    capabilities: &[Value],
+) -> Vec<AnalysisTask> {
+    // Positions by id, borrowed from the entries (no id is copied); an id
+    // the array repeats is merged into its first entry.
+    let mut merges: Vec<(usize, usize)> = Vec::new();
+    let mut added: Vec<(&TaskId, &GraphEntry)> = Vec::new();
+    let mut graph_merges: Vec<(usize, &GraphEntry)> = Vec::new();
+    {
+        let (_, upper) = graph.size_hint();
+        let mut position: HashMap<&str, usize> =
+            HashMap::with_capacity(tasks.len().max(upper.unwrap_or(0)));
+        for (i, t) in tasks.iter().enumerate() {
+            if let Some(&first) = position.get(t.id.as_str()) {
+                merges.push((first, i));
+            } else {
+                position.insert(t.id.as_str(), i);
+            }
+        }
+        for (id, entry) in graph {
+            match position.get(id.as_str()) {
+                Some(&i) => graph_merges.push((i, entry)),
+                None => added.push((id, entry)),
+            }
+        }
+    }
+    if !merges.is_empty() {
+        let mut repeat = vec![false; tasks.len()];
+        for &(first, i) in &merges {
+            let deps = std::mem::take(&mut tasks[i].blocked_by);
+            merge_unique(&mut tasks[first].blocked_by, &deps);
+            repeat[i] = true;
+        }
+        // Positions move down past the dropped repeats.
+        let mut new_position = Vec::with_capacity(tasks.len());
+        let mut kept = 0;
+        for &r in &repeat {
+            new_position.push(kept);
+            kept += usize::from(!r);
+        }
+        let mut k = 0;
+        tasks.retain(|_| {
+            k += 1;
+            !repeat[k - 1]
+        });
+        for (i, _) in &mut graph_merges {
+            *i = new_position[*i];
+        }
+    }
+    for (i, entry) in graph_merges {
+        let t = &mut tasks[i];
+        merge_unique(&mut t.blocked_by, &entry.depends_on);
+        if t.owner.is_none() {
+            t.owner.clone_from(&entry.role);
+        }
+    }
+    tasks.reserve(added.len());
+    for (id, entry) in added {
+        tasks.push(AnalysisTask::from_graph(id, entry));
+    }
+    let described = TaskAnalysis::capability_tasks(capabilities);
+    if !described.is_empty() {
+        for t in &mut tasks {
+            let Some(c) = described.get(t.id.as_str()) else {
+                continue;
+            };
+            if t.description.as_deref().is_none_or(|d| d.trim().is_empty()) {
+                t.description = c.description.map(str::to_owned);
+            }
+            if t.title.is_none() {
+                t.title = c.title.map(str::to_owned);
+            }
+        }
+    }
+    tasks
 }
 
 #[cfg(test)]
@@ -486,6 +664,21 @@ mod tests {
         assert_eq!(eff[7].blocked_by.len(), 2);
         assert_eq!(eff[7].blocked_by[0].as_str(), "T-6");
         assert_eq!(eff[7].blocked_by[1].as_str(), "T-5");
+    }
+
+    #[test]
+    fn a_repeated_array_entry_merges_into_the_first() {
+        let a = parse(
+            r#"{"tasks":[{"id":"B-1","blockedBy":["A-1"]},{"id":"A-1"},{"id":"B-1","blockedBy":["A-2"]},{"id":"C-1"}],
+                "dependency_graph":{"C-1":["B-1"],"A-2":[],"B-1":["A-3"],"A-3":[]}}"#,
+        );
+        let tasks = a.effective_tasks();
+        let ids: Vec<&str> = tasks.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["B-1", "A-1", "C-1", "A-2", "A-3"]);
+        let deps =
+            |i: usize| -> Vec<&str> { tasks[i].blocked_by.iter().map(TaskId::as_str).collect() };
+        assert_eq!(deps(0), ["A-1", "A-2", "A-3"]);
+        assert_eq!(deps(2), ["B-1"]);
     }
 
     #[test]

@@ -164,7 +164,12 @@ pub fn load(path: &Path) -> Result<LoadedTasks> {
     } else {
         load_task_folder(path)?
     };
-    loaded.tasks.sort_by(|a, b| task_order(&a.id, &b.id));
+    if !loaded
+        .tasks
+        .is_sorted_by(|a, b| task_order(&a.id, &b.id).is_le())
+    {
+        loaded.tasks.sort_by(|a, b| task_order(&a.id, &b.id));
+    }
     Ok(loaded)
 }
 
@@ -207,18 +212,21 @@ fn load_session(dir: &Path) -> Result<LoadedTasks> {
     let analysis_path = dir.join("task-analysis.json");
     if analysis_path.is_file() {
         let analysis = TaskAnalysis::read(&analysis_path)?;
-        let mut position: HashMap<TaskId, usize> = loaded
+        // The analysis's tasks are unique (effective_tasks merges repeats):
+        // only the store's need an index.
+        let analysed = analysis.into_effective_tasks();
+        let position: HashMap<TaskId, usize> = loaded
             .tasks
             .iter()
             .enumerate()
             .map(|(i, t)| (t.id.clone(), i))
             .collect();
-        for at in analysis.effective_tasks() {
+        loaded.tasks.reserve(analysed.len());
+        for at in analysed {
             if let Some(&i) = position.get(&at.id) {
                 merge_unique(&mut loaded.tasks[i].blocked_by, &at.blocked_by);
             } else {
-                position.insert(at.id.clone(), loaded.tasks.len());
-                loaded.tasks.push(at.to_task());
+                loaded.tasks.push(at.into_task());
             }
         }
     }

@@ -179,3 +179,94 @@ pub fn write_session(valid: &mut ValidSession, tasks: &[Task]) -> wavecrew_core:
     valid.session.pipeline = Some(Value::Object(pipeline));
     valid.session.write(&valid.dir.join("team-session.json"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wavecrew_core::{FileTaskStore, TaskAnalysis, TeamSession};
+    use wavecrew_msgbus::{Bus, Durability, KeyUse};
+
+    /// A session in team-coordinate's own shape, validated by hand (no role
+    /// files needed here), with its store and bus.
+    fn session(analysis: &Value) -> (tempfile::TempDir, ValidSession, FileTaskStore, Bus) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".workflow/.team/TC-r-2026-11-23");
+        std::fs::create_dir_all(&dir).unwrap();
+        let session: TeamSession = serde_json::from_value(json!({
+            "session_id": "TC-r-2026-11-23", "task_description": "x", "status": "active",
+            "roles": [{"name": "developer", "prefix": "IMPL"}], "completed_tasks": ["IMPL-001"]
+        }))
+        .unwrap();
+        let analysis: TaskAnalysis = serde_json::from_value(analysis.clone()).unwrap();
+        let store = FileTaskStore::for_session(&dir);
+        let (bus, _) = Bus::open(
+            tmp.path(),
+            "TC-r-2026-11-23",
+            KeyUse::Write,
+            Durability::Batch,
+        )
+        .unwrap();
+        let valid = ValidSession {
+            dir,
+            session,
+            analysis,
+        };
+        (tmp, valid, store, bus)
+    }
+
+    fn id(s: &str) -> TaskId {
+        TaskId::new(s).unwrap()
+    }
+
+    #[test]
+    fn created_tasks_carry_the_capability_text_and_the_entry_metadata() {
+        let (_tmp, mut valid, store, bus) = session(&json!({
+            "capabilities": [{"name": "developer", "prefix": "IMPL", "tasks": [
+                {"id": "IMPL-001", "description": "Write the data model."},
+                {"id": "IMPL-002", "title": "REST API", "description": "Add the endpoints."}]}],
+            "dependency_graph": {"IMPL-001": [], "IMPL-002": ["IMPL-001"]},
+            "tasks": [{"id": "IMPL-002", "subject": "IMPL-002", "metadata": {"executor": "gemini"}}]
+        }));
+        let r = reconcile(&mut valid, &store, &bus, &LeasePolicy::default()).unwrap();
+        assert_eq!(r.created, [id("IMPL-001"), id("IMPL-002")]);
+        let t1 = store.get(&id("IMPL-001")).unwrap();
+        assert_eq!(t1.description, "Write the data model.");
+        assert_eq!(t1.title(), "Write the data model.");
+        let t2 = store.get(&id("IMPL-002")).unwrap();
+        assert_eq!(t2.description, "Add the endpoints.");
+        assert_eq!(t2.title(), "REST API");
+        assert_eq!(t2.executor(), Some("gemini"));
+        assert_eq!(t2.blocked_by, [id("IMPL-001")]);
+        // IMPL-001 was listed as completed but is not: dropped.
+        assert_eq!(r.uncompleted, [id("IMPL-001")]);
+        assert!(valid.session.completed_tasks.is_empty());
+    }
+
+    #[test]
+    fn an_unreadable_task_file_is_reported_and_left_alone() {
+        let (_tmp, mut valid, store, bus) = session(&json!({
+            "dependency_graph": {"IMPL-001": [], "IMPL-002": ["IMPL-001"], "IMPL-003": []}
+        }));
+        store.create(Task::new(id("IMPL-003"), "c", "")).unwrap();
+        std::fs::create_dir_all(store.dir()).unwrap();
+        let bad = store.path_of(&id("IMPL-001"));
+        std::fs::write(&bad, "{\"id\": \"IMPL-001\", \"status\": \"compl").unwrap();
+        let r = reconcile(&mut valid, &store, &bus, &LeasePolicy::default()).unwrap();
+        // Not recreated over the corrupt file; the others go on.
+        assert_eq!(r.created, [id("IMPL-002")]);
+        assert_eq!(r.unreadable.len(), 1);
+        assert_eq!(r.unreadable[0].0, bad);
+        assert!(
+            r.unreadable[0].1.contains("IMPL-001.json"),
+            "{:?}",
+            r.unreadable
+        );
+        assert_eq!(
+            std::fs::read_to_string(&bad).unwrap(),
+            "{\"id\": \"IMPL-001\", \"status\": \"compl"
+        );
+        // Nothing says it is not completed: its completed_tasks entry stays.
+        assert_eq!(valid.session.completed_tasks, [id("IMPL-001")]);
+        assert!(r.uncompleted.is_empty());
+    }
+}
