@@ -228,7 +228,8 @@ mod tests {
             "tasks": [{"id": "IMPL-002", "subject": "IMPL-002", "metadata": {"executor": "gemini"}}]
         }));
         let r = reconcile(&mut valid, &store, &bus, &LeasePolicy::default()).unwrap();
-        assert_eq!(r.created, [id("IMPL-001"), id("IMPL-002")]);
+        // The tasks[] entries first, then the graph's other tasks.
+        assert_eq!(r.created, [id("IMPL-002"), id("IMPL-001")]);
         let t1 = store.get(&id("IMPL-001")).unwrap();
         assert_eq!(t1.description, "Write the data model.");
         assert_eq!(t1.title(), "Write the data model.");
