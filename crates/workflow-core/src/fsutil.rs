@@ -38,9 +38,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         keep_mode_and_owner(tmp.as_file(), old)
             .map_err(|e| CoreError::io("setting the mode of", tmp.path().to_owned(), e))?;
     }
-    tmp.write_all(bytes)
+    // Errors name the file being replaced (the temp file is removed on
+    // drop); the OS error is kept as is, so its kind (a full disk) shows.
+    tmp.as_file_mut()
+        .write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| CoreError::io("writing", tmp.path().to_owned(), e))?;
+        .map_err(|e| CoreError::io("writing", path, e))?;
     tmp.persist(path)
         .map_err(|e| CoreError::io("replacing", path, e.error))?;
     // The rename is durable once the folder entry is: fsync the folder.
