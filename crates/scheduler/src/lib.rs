@@ -12,8 +12,9 @@
 //!   JSON of `wavecrew plan check --json`.
 //! - [`Dag::waves`] (or [`Dag::wave_ids`], without copying ids): Kahn levels
 //!   in O(V + E), with the [`CyclePolicy`] `Abort` (default) or `Force`
-//!   (release the lowest-numbered waiting task). A million tasks build and
-//!   layer in about half a second, parse included (`benches/waves.rs`).
+//!   (release the lowest-numbered waiting task). Loading a session through
+//!   [`wavecrew_core::source::load`], building and layering are linear in
+//!   the tasks (`benches/waves.rs`, 1k to 200k tasks, on the CLI's path).
 //! - [`Dag::critical_path`] and [`Dag::remaining_lengths`] over estimates.
 //! - [`build_loaded`] / [`nodes_of`]: the graph of what
 //!   [`wavecrew_core::source::load`] found (a session, a task folder, a

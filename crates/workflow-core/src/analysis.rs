@@ -296,7 +296,7 @@ impl<'de> Deserialize<'de> for AnalysisTask {
         impl<'de> Visitor<'de> for V {
             type Value = AnalysisTask;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a task object with an `id`")
+                f.write_str("struct AnalysisTask")
             }
             fn visit_map<A: MapAccess<'de>>(
                 self,
@@ -347,7 +347,7 @@ impl<'de> Deserialize<'de> for TaskAnalysis {
         impl<'de> Visitor<'de> for V {
             type Value = TaskAnalysis;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a task-analysis object")
+                f.write_str("struct TaskAnalysis")
             }
             fn visit_map<A: MapAccess<'de>>(
                 self,
