@@ -92,8 +92,10 @@ def run_wavecrew(root, session, slots, cpu=False):
     """Wall time of `wavecrew run`, and its own CPU seconds when `cpu`."""
     argv = [os.path.join(BIN, "wavecrew"), "run", session, "--max-parallel", str(slots)]
     env = dict(os.environ, CI="1")
+    # Progress goes to a file, never a pipe nobody reads while we wait.
+    errlog = open(os.path.join(root, "wavecrew-run.log"), "w+b")
     t0 = time.perf_counter()
-    p = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    p = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=errlog)
     own = None
     if cpu:
         # Wait without reaping, then read the zombie's own times (children
@@ -103,10 +105,11 @@ def run_wavecrew(root, session, slots, cpu=False):
             fields = f.read().rsplit(")", 1)[1].split()
         tick = os.sysconf("SC_CLK_TCK")
         own = (int(fields[11]) + int(fields[12])) / tick
-    _, err = p.communicate()
+    p.wait()
     wall = time.perf_counter() - t0
     if p.returncode != 0:
-        sys.exit(f"wavecrew run failed ({p.returncode}):\n{err.decode()[-3000:]}")
+        errlog.seek(0)
+        sys.exit(f"wavecrew run failed ({p.returncode}):\n{errlog.read().decode()[-3000:]}")
     return wall, own
 
 
@@ -181,6 +184,7 @@ def case_cpu(seeds, keep):
 
 
 def main():
+    sys.stdout.reconfigure(line_buffering=True)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", nargs="*", default=["makespan", "noop", "cpu"])
     ap.add_argument("--seeds", type=int, default=3)

@@ -215,11 +215,13 @@ pub fn clap_exit(e: &clap::Error) -> ExitCode {
     }
 }
 
-/// Turn a command's result into the process exit code, printing the error.
+/// Turn a command's result into the process exit code, printing the error;
+/// an error caused by a full disk is exit 3 ([`CliError::classify`]).
 pub fn finish(result: Result<Exit, CliError>) -> ExitCode {
     match result {
         Ok(code) => code.into(),
         Err(e) => {
+            let e = e.classify();
             output::error(&e.to_string());
             e.exit.into()
         }

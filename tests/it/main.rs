@@ -14,6 +14,7 @@ mod report;
 mod roadmap;
 mod scripted;
 mod taskfile;
+mod session_text;
 mod team;
 mod testrun;
 pub(crate) mod walkthrough;

@@ -301,3 +301,49 @@ fn a_roadmap_task_folder() {
         json!([["IMPL-101"], ["IMPL-102"]])
     );
 }
+
+#[test]
+fn a_task_analysis_file_is_its_session_and_its_metadata_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    let analysis = dir.path().join("task-analysis.json");
+    fs::write(
+        &analysis,
+        json!({"capabilities": [{"name": "developer", "tasks": [{"id": "IMPL-002", "description": "the endpoint"}]}],
+               "dependency_graph": {"IMPL-001": [], "IMPL-002": ["IMPL-001"], "IMPL-003": ["IMPL-001"]},
+               "tasks": [{"id": "IMPL-003", "metadata": {"executor": "gemini", "estimated_minutes": 30}}]})
+        .to_string(),
+    )
+    .unwrap();
+    let by_file = wavecrew(
+        &["plan", "waves", "--json", analysis.to_str().unwrap()],
+        dir.path(),
+    );
+    assert_eq!(by_file.code, 0, "{}", by_file.stderr);
+    let v = json_stdout(&by_file);
+    assert_eq!(v["waves"], json!([["IMPL-001"], ["IMPL-002", "IMPL-003"]]));
+    // The estimate of the tasks[] entry's metadata makes IMPL-003 critical.
+    assert_eq!(v["critical_path"], json!(["IMPL-001", "IMPL-003"]));
+    assert_eq!(v["source"]["kind"], "session");
+    let by_dir = wavecrew(&["plan", "waves", "--json", "."], dir.path());
+    assert_eq!(json_stdout(&by_dir)["waves"], v["waves"]);
+    let graph = wavecrew(
+        &[
+            "plan",
+            "graph",
+            "--format",
+            "json",
+            analysis.to_str().unwrap(),
+        ],
+        dir.path(),
+    );
+    assert_eq!(graph.code, 0, "{}", graph.stderr);
+    let tasks = json_stdout(&graph)["tasks"].clone();
+    let impl3 = tasks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == "IMPL-003")
+        .unwrap()
+        .clone();
+    assert_eq!(impl3["estimate"], json!(1800.0), "{impl3}");
+}

@@ -1,8 +1,9 @@
 //! `wavecrew plan check|waves|graph`: explain the schedule before anything runs.
 //!
 //! Each subcommand loads its input with [`wavecrew_core::source::load`] (a
-//! session folder, a task folder, or a plan file), turns the tasks into
-//! scheduler nodes, and builds the [`Dag`]. `check` reports every problem
+//! session folder or its `task-analysis.json`, a task folder, or a plan
+//! file) and builds the [`Dag`] with [`build_loaded`] (O(V + E) end to end;
+//! `benches/plan-waves.sh` times it). `check` reports every problem
 //! (exit 1 when there is one); `waves` and `graph` refuse an invalid graph
 //! with exit 2, since their input cannot be scheduled.
 
@@ -12,7 +13,7 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 use wavecrew_core::source::{self, LoadedTasks};
-use wavecrew_scheduler::{BuildOptions, CheckReport, CyclePolicy, Dag, ScheduleError, TaskNode};
+use wavecrew_scheduler::{CheckReport, CyclePolicy, Dag, ScheduleError, build_loaded};
 
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
@@ -31,8 +32,8 @@ pub enum PlanCommand {
 /// The input and options every `plan` subcommand takes.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// A task file (`wavecrew.tasks.toml`), a session folder, a task folder (seed 000 or
-    /// roadmap `.task/`), or a plan file.
+    /// A task file (`wavecrew.tasks.toml`), a session folder (or its `task-analysis.json`), a
+    /// task folder (seed 000 or roadmap `.task/`), or a plan file.
     pub input: PathBuf,
     /// Print machine-readable JSON on stdout.
     #[arg(long)]
@@ -46,8 +47,8 @@ pub struct PlanArgs {
 /// `wavecrew plan graph` arguments.
 #[derive(Debug, Args)]
 pub struct GraphArgs {
-    /// A task file (`wavecrew.tasks.toml`), a session folder, a task folder (seed 000 or
-    /// roadmap `.task/`), or a plan file.
+    /// A task file (`wavecrew.tasks.toml`), a session folder (or its `task-analysis.json`), a
+    /// task folder (seed 000 or roadmap `.task/`), or a plan file.
     pub input: PathBuf,
     /// The output format.
     #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
@@ -110,22 +111,7 @@ fn build(input: &std::path::Path, policy: CyclePolicyArg) -> Result<Built, CliEr
     for w in &loaded.warnings {
         output::warning(w);
     }
-    let nodes = loaded.tasks.iter().map(|task| {
-        let mut node = TaskNode::new(task.id.clone(), loaded.dependencies_of(task))
-            .with_done(loaded.is_done(task))
-            .with_files(task.files());
-        if let Some(secs) = task.estimate_secs() {
-            node = node.with_estimate(secs);
-        }
-        if let Some(exec) = task.executor() {
-            node = node.with_class(exec);
-        }
-        node
-    });
-    let options = BuildOptions::default()
-        .with_satisfied(loaded.completed.iter().cloned())
-        .with_cycle_policy(policy.into());
-    let result = Dag::build(nodes, &options);
+    let result = build_loaded(&loaded, policy.into());
     Ok(Built { loaded, result })
 }
 
@@ -239,12 +225,9 @@ fn graph(args: &GraphArgs) -> CmdResult {
     let states: HashMap<wavecrew_core::TaskId, &str> = loaded
         .tasks
         .iter()
-        .map(|t| {
-            let state = if loaded.is_done(t) {
-                "completed"
-            } else {
-                t.status.as_str()
-            };
+        .zip(loaded.done_flags())
+        .map(|(t, done)| {
+            let state = if done { "completed" } else { t.status.as_str() };
             (t.id.clone(), state)
         })
         .collect();

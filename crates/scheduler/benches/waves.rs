@@ -1,30 +1,34 @@
-//! Build + validate + waves, including the JSON parse, for chain, fan-out,
-//! random and layered DAGs of 1k to 1M tasks.
+//! Load + build + validate + waves, through the same path as the CLI
+//! (`wavecrew plan waves`), for chain, fan-out, random and layered DAGs of
+//! 1k to 200k tasks.
 //!
-//! The input is the task-analysis shape `{"IMPL-0000001": ["IMPL-0000000",
-//! …], …}` as text; the measured time covers parsing it into nodes,
-//! [`Dag::build`] (validation and Kahn levels included) and
-//! [`Dag::wave_ids`] (the waves as borrowed ids). Dropping the graph
-//! (freeing a million strings) happens outside the measurement, and so does
-//! [`Dag::waves`], which copies every id; the breakdown table shows both.
+//! The input is a session folder whose `task-analysis.json` has the shape
+//! team-coordinate writes, `{"dependency_graph": {"IMPL-0000001":
+//! ["IMPL-0000000", …], …}}`; the measured time covers
+//! [`wavecrew_core::source::load`] (reading, parsing, merging by id),
+//! [`build_loaded`] (nodes, validation, Kahn levels) and [`Dag::wave_ids`]
+//! (the waves as borrowed ids). Dropping the graph happens outside the
+//! measurement, and so does [`Dag::waves`], which copies every id; the
+//! breakdown table shows both. `benches/plan-waves.sh` times the whole
+//! process (the release binary) on the same kind of input.
 //!
-//! Before criterion runs (under `cargo bench`), a breakdown table (parse / build / waves, median
+//! Before criterion runs (under `cargo bench`), a breakdown table (load / build / waves, median
 //! of 3) is printed so linear growth can be read at a glance.
 //!
 //! `cargo bench -p wavecrew-scheduler --bench waves -- --quick`
 
 use std::fmt::{self, Write as _};
 use std::hint::black_box;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
-use wavecrew_core::TaskId;
-use wavecrew_scheduler::{BuildOptions, Dag, TaskNode};
+use wavecrew_core::source::{self, LoadedTasks};
+use wavecrew_scheduler::{CyclePolicy, Dag, build_loaded};
 
-const SIZES: [usize; 4] = [1_000, 10_000, 100_000, 1_000_000];
+const SIZES: [usize; 4] = [1_000, 10_000, 100_000, 200_000];
 
 #[derive(Debug, Clone, Copy)]
 enum Shape {
@@ -52,12 +56,12 @@ impl fmt::Display for Shape {
 
 const SHAPES: [Shape; 4] = [Shape::Chain, Shape::FanOut, Shape::Random, Shape::Layered];
 
-/// The task-analysis JSON text for `n` tasks of this shape.
+/// The `task-analysis.json` text for `n` tasks of this shape.
 fn generate(shape: Shape, n: usize, seed: u64) -> String {
     let mut rng = StdRng::seed_from_u64(seed);
     let width = (n / 1000).clamp(10, 1000);
     let mut out = String::with_capacity(n * 48);
-    out.push('{');
+    out.push_str("{\"dependency_graph\":{");
     let mut deps: Vec<usize> = Vec::with_capacity(3);
     for i in 0..n {
         deps.clear();
@@ -91,43 +95,27 @@ fn generate(shape: Shape, n: usize, seed: u64) -> String {
         }
         out.push(']');
     }
-    out.push('}');
+    out.push_str("}}");
     out
 }
 
-/// The parsed task-analysis map, straight into nodes (no intermediate map).
-struct Analysis(Vec<TaskNode>);
-
-impl<'de> Deserialize<'de> for Analysis {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Analysis;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a map from task id to its dependency ids")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Analysis, A::Error> {
-                let mut nodes = Vec::with_capacity(map.size_hint().unwrap_or(0));
-                while let Some((id, deps)) = map.next_entry::<TaskId, Vec<TaskId>>()? {
-                    nodes.push(TaskNode::new(id, deps));
-                }
-                Ok(Analysis(nodes))
-            }
-        }
-        d.deserialize_map(V)
-    }
+/// A session folder holding `text` as its `task-analysis.json`.
+fn session(text: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("task-analysis.json"), text).expect("write analysis");
+    dir
 }
 
-fn parse(text: &str) -> Vec<TaskNode> {
-    serde_json::from_str::<Analysis>(text)
-        .expect("generated JSON parses")
-        .0
+/// The CLI's path: [`source::load`] (read, parse, merge by id, sort).
+fn load(dir: &Path) -> LoadedTasks {
+    source::load(dir).expect("generated sessions load")
 }
 
-/// The measured work: parse, build (validate, levels), waves.
-fn parse_build_waves(text: &str) -> Dag {
-    let dag =
-        Dag::build(parse(text), &BuildOptions::default()).expect("generated graphs are valid");
+/// The measured work, as `wavecrew plan waves` does it: load, build
+/// (nodes, validation, levels), waves.
+fn load_build_waves(dir: &Path) -> Dag {
+    let loaded = load(dir);
+    let dag = build_loaded(&loaded, CyclePolicy::Abort).expect("generated graphs are valid");
     black_box(dag.wave_ids());
     dag
 }
@@ -141,24 +129,25 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Parse / build / waves separately, median of 3 runs, as a table.
+/// Load / build / waves separately, median of 3 runs, as a table.
 fn print_breakdown() {
-    println!("\nwaves: median of 3 (ms); total = parse + build + wave_ids");
+    println!("\nwaves: median of 3 (ms); total = load + build + wave_ids");
     println!(
-        "| shape | tasks | JSON MB | parse | build | wave_ids | total | waves() owned | drop | waves |"
+        "| shape | tasks | JSON MB | load | build | wave_ids | total | waves() owned | drop | waves |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for shape in SHAPES {
         for n in SIZES {
             let text = generate(shape, n, 7);
+            let dir = session(&text);
             let mut times: [Vec<Duration>; 5] = Default::default();
             let mut count = 0;
             for _ in 0..3 {
                 let clock = Instant::now();
-                let nodes = parse(&text);
+                let loaded = load(dir.path());
                 times[0].push(clock.elapsed());
                 let clock = Instant::now();
-                let dag = Dag::build(nodes, &BuildOptions::default()).expect("valid");
+                let dag = build_loaded(&loaded, CyclePolicy::Abort).expect("valid");
                 times[1].push(clock.elapsed());
                 let clock = Instant::now();
                 count = black_box(dag.wave_ids()).len();
@@ -168,17 +157,18 @@ fn print_breakdown() {
                 times[3].push(clock.elapsed());
                 let clock = Instant::now();
                 drop(dag);
+                drop(loaded);
                 times[4].push(clock.elapsed());
             }
-            let [parse_t, build_t, ids_t, owned_t, drop_t] = times.map(median);
+            let [load_t, build_t, ids_t, owned_t, drop_t] = times.map(median);
             #[allow(clippy::cast_precision_loss)]
             let mb = text.len() as f64 / 1e6;
             println!(
                 "| {shape} | {n} | {mb:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {count} |",
-                ms(parse_t),
+                ms(load_t),
                 ms(build_t),
                 ms(ids_t),
-                ms(parse_t + build_t + ids_t),
+                ms(load_t + build_t + ids_t),
                 ms(owned_t),
                 ms(drop_t)
             );
@@ -204,11 +194,12 @@ fn bench_waves(c: &mut Criterion) {
                     .warm_up_time(Duration::from_millis(300))
                     .measurement_time(Duration::from_secs(1));
             }
-            group.bench_with_input(BenchmarkId::from_parameter(n), &text, |b, text| {
+            let dir = session(&text);
+            group.bench_with_input(BenchmarkId::from_parameter(n), dir.path(), |b, dir| {
                 // One graph alive at a time, dropped outside the timing.
                 b.iter_batched(
                     || (),
-                    |()| parse_build_waves(black_box(text)),
+                    |()| load_build_waves(black_box(dir)),
                     BatchSize::PerIteration,
                 );
             });

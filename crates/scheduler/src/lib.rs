@@ -12,9 +12,13 @@
 //!   JSON of `wavecrew plan check --json`.
 //! - [`Dag::waves`] (or [`Dag::wave_ids`], without copying ids): Kahn levels
 //!   in O(V + E), with the [`CyclePolicy`] `Abort` (default) or `Force`
-//!   (release the lowest-numbered waiting task). A million tasks build and
-//!   layer in about half a second, parse included (`benches/waves.rs`).
+//!   (release the lowest-numbered waiting task). Loading a session through
+//!   [`wavecrew_core::source::load`], building and layering are linear in
+//!   the tasks (`benches/waves.rs`, 1k to 200k tasks, on the CLI's path).
 //! - [`Dag::critical_path`] and [`Dag::remaining_lengths`] over estimates.
+//! - [`build_loaded`] / [`nodes_of`]: the graph of what
+//!   [`wavecrew_core::source::load`] found (a session, a task folder, a
+//!   plan), as `wavecrew plan` builds it.
 //! - [`Dispatcher`]: runs pending tasks through a [`TaskRunner`] as soon as
 //!   their dependencies finish, most critical first, within a global limit
 //!   (task weights), per-class limits and a declared-file gate; failure
@@ -67,6 +71,7 @@ mod dag;
 mod dispatch;
 mod error;
 mod index;
+mod loaded;
 mod node;
 mod problem;
 mod render;
@@ -81,6 +86,7 @@ pub use dispatch::{
     FnRunner, RunOutcome, TaskRunner, TaskSpan, runner_fn,
 };
 pub use error::ScheduleError;
+pub use loaded::{build_loaded, nodes_of};
 pub use node::{DEFAULT_ESTIMATE, TaskNode};
 pub use problem::{CheckReport, GraphProblem, ProblemKind};
 pub use render::{StateMap, state_colour};

@@ -77,6 +77,14 @@ pub enum CoreError {
         /// The store folder.
         path: PathBuf,
     },
+    /// Several task files of a store cannot be read.
+    #[error("{count} task files cannot be read:\n  {details}")]
+    CorruptTasks {
+        /// How many.
+        count: usize,
+        /// One line per file, each naming it.
+        details: String,
+    },
     /// A state change that the task's current state does not allow.
     #[error("task `{id}`: cannot {action} a task that is {state}")]
     BadTransition {
@@ -133,7 +141,73 @@ impl CoreError {
     pub fn is_bad_input(&self) -> bool {
         !matches!(self, CoreError::Io { .. })
     }
+
+    /// The kind of the underlying I/O error, for an I/O error.
+    pub fn io_kind(&self) -> Option<io::ErrorKind> {
+        match self {
+            CoreError::Io { source, .. } => Some(source.kind()),
+            _ => None,
+        }
+    }
+
+    /// The file or folder of an I/O error.
+    pub fn io_path(&self) -> Option<&std::path::Path> {
+        match self {
+            CoreError::Io { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+
+    /// Whether the disk (or the quota) is full: the environment's fault,
+    /// and the state on disk is still whole (every write is atomic), so the
+    /// run can resume once there is space.
+    pub fn is_storage_full(&self) -> bool {
+        self.io_kind().is_some_and(is_storage_full)
+    }
+}
+
+/// Whether an I/O error kind means "no space left" (`ENOSPC`, `EDQUOT`).
+pub fn is_storage_full(kind: io::ErrorKind) -> bool {
+    matches!(
+        kind,
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    )
 }
 
 /// Shorthand for results in this crate.
 pub type Result<T, E = CoreError> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn a_full_disk_is_told_apart() {
+        // A real ENOSPC: the kernel's /dev/full.
+        let mut full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let source = full
+            .write_all(b"x")
+            .and_then(|()| full.flush())
+            .unwrap_err();
+        let e = CoreError::io("writing", "/s/team-session.json", source);
+        assert!(e.is_storage_full());
+        assert_eq!(e.io_kind(), Some(io::ErrorKind::StorageFull));
+        assert_eq!(
+            e.io_path(),
+            Some(std::path::Path::new("/s/team-session.json"))
+        );
+        assert!(!e.is_bad_input());
+        let denied = CoreError::io(
+            "writing",
+            "/x",
+            io::Error::from(io::ErrorKind::PermissionDenied),
+        );
+        assert!(!denied.is_storage_full());
+        assert!(!CoreError::invalid("/x", "f", "m").is_storage_full());
+        assert_eq!(CoreError::invalid("/x", "f", "m").io_kind(), None);
+    }
+}

@@ -40,5 +40,8 @@ pub use plan::{Plan, PlanDependency};
 pub use role::{PhaseError, Report, Role, WorkerOptions, WorkerSummary, run_worker};
 pub use session::{RoleEntry, SessionStatus, TeamSession};
 pub use source::{LoadedTasks, SourceKind};
-pub use store::{BlockerRule, Claim, FileTaskStore, LeasePolicy, TaskStore, WorkerInfo};
+pub use store::{
+    BlockerRule, Claim, FileTaskStore, LeasePolicy, TaskFileProblem, TaskListing, TaskStore,
+    WorkerInfo,
+};
 pub use task::{Criterion, Lease, Task, TaskStatus};

@@ -70,8 +70,9 @@ impl Plan {
             .map(|c| c[1].eq_ignore_ascii_case("enabled"));
         let mut dependencies = Vec::new();
         let mut declared: Vec<TaskId> = Vec::new();
+        let mut seen: std::collections::HashSet<TaskId> = std::collections::HashSet::new();
         let mut declare = |id: TaskId| {
-            if !declared.contains(&id) {
+            if seen.insert(id.clone()) {
                 declared.push(id);
             }
         };

@@ -12,11 +12,18 @@
 //! A plan (`plan.md` in the session, or a task's `metadata.plan_path`,
 //! relative to the session or to the project root) adds its dependency lines
 //! to every kind of input.
+//!
+//! A session's `task-analysis.json` given as a file loads its session folder.
+//!
+//! Loading runs in O(V + E) (plus sorting by id): every look-up by id goes
+//! through a hash index, never a scan, so `wavecrew plan waves` on 200,000
+//! tasks takes well under a second (`benches/plan-waves.sh`).
 
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::analysis::TaskAnalysis;
+use crate::analysis::{TaskAnalysis, merge_unique};
 use crate::error::{CoreError, Result};
 use crate::fsutil;
 use crate::id::TaskId;
@@ -71,22 +78,63 @@ pub struct LoadedTasks {
 
 impl LoadedTasks {
     /// The dependencies of `task`: its own (`blockedBy`, `depends_on`) and the
-    /// plan's dependency lines, without repeats.
+    /// plan's dependency lines, without repeats. For every task at once, use
+    /// [`LoadedTasks::dependency_lists`] (one pass over the plan).
     pub fn dependencies_of(&self, task: &Task) -> Vec<TaskId> {
         let mut deps = task.blocked_by.clone();
         if let Some(plan) = &self.plan {
-            for dep in plan.dependencies_of(&task.id) {
-                if !deps.contains(dep) {
-                    deps.push(dep.clone());
-                }
-            }
+            merge_unique(&mut deps, plan.dependencies_of(&task.id));
         }
         deps
     }
 
-    /// Whether the task counts as done for scheduling.
+    /// [`LoadedTasks::dependencies_of`] for every task, in the order of
+    /// [`LoadedTasks::tasks`]: O(V + E), the plan's lines indexed once.
+    pub fn dependency_lists(&self) -> Vec<Vec<TaskId>> {
+        let Some(plan) = self.plan.as_ref().filter(|p| !p.dependencies.is_empty()) else {
+            return self.tasks.iter().map(|t| t.blocked_by.clone()).collect();
+        };
+        // `IMPL-3` in a plan names `IMPL-003`: numbered ids match by
+        // (prefix, number), others exactly (as `TaskId::same_task`).
+        let mut by_number: HashMap<(Option<&str>, u64), Vec<&TaskId>> = HashMap::new();
+        let mut by_id: HashMap<&str, Vec<&TaskId>> = HashMap::new();
+        for d in &plan.dependencies {
+            match d.task.number() {
+                Some(n) => by_number.entry((d.task.prefix(), n)).or_default(),
+                None => by_id.entry(d.task.as_str()).or_default(),
+            }
+            .push(&d.depends_on);
+        }
+        self.tasks
+            .iter()
+            .map(|task| {
+                let mut deps = task.blocked_by.clone();
+                let planned = match task.id.number() {
+                    Some(n) => by_number.get(&(task.id.prefix(), n)),
+                    None => by_id.get(task.id.as_str()),
+                };
+                if let Some(planned) = planned {
+                    merge_unique(&mut deps, planned.iter().copied());
+                }
+                deps
+            })
+            .collect()
+    }
+
+    /// Whether the task counts as done for scheduling. For every task at
+    /// once, use [`LoadedTasks::done_flags`].
     pub fn is_done(&self, task: &Task) -> bool {
         task.status == TaskStatus::Completed || self.completed.contains(&task.id)
+    }
+
+    /// [`LoadedTasks::is_done`] for every task, in the order of
+    /// [`LoadedTasks::tasks`]: O(V + completed).
+    pub fn done_flags(&self) -> Vec<bool> {
+        let completed: HashSet<&TaskId> = self.completed.iter().collect();
+        self.tasks
+            .iter()
+            .map(|t| t.status == TaskStatus::Completed || completed.contains(&t.id))
+            .collect()
     }
 }
 
@@ -102,14 +150,29 @@ pub fn load(path: &Path) -> Result<LoadedTasks> {
             CoreError::io("reading", path, e)
         }
     })?;
-    let mut loaded = if meta.is_file() {
+    let analysis_file =
+        meta.is_file() && path.file_name().is_some_and(|n| n == "task-analysis.json");
+    let mut loaded = if analysis_file {
+        let dir = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        let mut loaded = load_session(dir)?;
+        path.clone_into(&mut loaded.path);
+        loaded
+    } else if meta.is_file() {
         load_plan_file(path)?
     } else if path.join("tasks").is_dir() || path.join("task-analysis.json").is_file() {
         load_session(path)?
     } else {
         load_task_folder(path)?
     };
-    loaded.tasks.sort_by(|a, b| task_order(&a.id, &b.id));
+    if !loaded
+        .tasks
+        .is_sorted_by(|a, b| task_order(&a.id, &b.id).is_le())
+    {
+        loaded.tasks.sort_by(|a, b| task_order(&a.id, &b.id));
+    }
     Ok(loaded)
 }
 
@@ -152,22 +215,21 @@ fn load_session(dir: &Path) -> Result<LoadedTasks> {
     let analysis_path = dir.join("task-analysis.json");
     if analysis_path.is_file() {
         let analysis = TaskAnalysis::read(&analysis_path)?;
-        for at in analysis.effective_tasks() {
-            if let Some(t) = loaded.tasks.iter_mut().find(|t| t.id == at.id) {
-                for dep in at.blocked_by {
-                    if !t.blocked_by.contains(&dep) {
-                        t.blocked_by.push(dep);
-                    }
-                }
+        // The analysis's tasks are unique (effective_tasks merges repeats):
+        // only the store's need an index.
+        let analysed = analysis.into_effective_tasks();
+        let position: HashMap<TaskId, usize> = loaded
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
+        loaded.tasks.reserve(analysed.len());
+        for at in analysed {
+            if let Some(&i) = position.get(&at.id) {
+                merge_unique(&mut loaded.tasks[i].blocked_by, &at.blocked_by);
             } else {
-                let mut task = Task::new(
-                    at.id.clone(),
-                    at.subject.clone().unwrap_or_else(|| at.id.to_string()),
-                    "",
-                );
-                task.owner = at.owner;
-                task.blocked_by = at.blocked_by;
-                loaded.tasks.push(task);
+                loaded.tasks.push(at.into_task());
             }
         }
     }
@@ -198,7 +260,7 @@ fn load_task_folder(dir: &Path) -> Result<LoadedTasks> {
             "no tasks found: expected a session folder (with `tasks/` or `task-analysis.json`), a folder of task JSON files, or a plan file",
         ));
     }
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     for task in &loaded.tasks {
         if !seen.insert(task.id.clone()) {
             return Err(CoreError::invalid(
@@ -307,6 +369,34 @@ mod tests {
         assert_eq!(loaded.tasks.len(), 2);
         assert!(loaded.is_done(&loaded.tasks[0]));
         assert_eq!(loaded.tasks[1].blocked_by[0].as_str(), "A-1");
+    }
+
+    #[test]
+    fn analysis_file_loads_its_session_with_what_it_says() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("S-2");
+        write(
+            &dir.join("task-analysis.json"),
+            r#"{"capabilities":[{"name":"developer","tasks":[{"id":"IMPL-002","description":"Add the endpoint"}]}],
+                "dependency_graph":{"IMPL-001":[],"IMPL-002":["IMPL-001"],"IMPL-010":["IMPL-002"]},
+                "tasks":[{"id":"IMPL-001","metadata":{"executor":"codex"}}]}"#,
+        );
+        write(&dir.join("plan.md"), "IMPL-10 depends on IMPL-1\n");
+        let file = dir.join("task-analysis.json");
+        let loaded = load(&file).unwrap();
+        assert_eq!(loaded.kind, SourceKind::Session);
+        assert_eq!(loaded.path, file);
+        let ids: Vec<&str> = loaded.tasks.iter().map(|t| t.id.as_str()).collect();
+        assert_eq!(ids, ["IMPL-001", "IMPL-002", "IMPL-010"]);
+        assert_eq!(loaded.tasks[0].executor(), Some("codex"));
+        assert_eq!(loaded.tasks[1].description, "Add the endpoint");
+        let lists = loaded.dependency_lists();
+        for (task, deps) in loaded.tasks.iter().zip(&lists) {
+            assert_eq!(deps, &loaded.dependencies_of(task), "{}", task.id);
+        }
+        let deps: Vec<&str> = lists[2].iter().map(TaskId::as_str).collect();
+        assert_eq!(deps, ["IMPL-002", "IMPL-1"]);
+        assert_eq!(loaded.done_flags(), [false, false, false]);
     }
 
     #[test]

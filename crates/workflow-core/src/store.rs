@@ -11,6 +11,10 @@
 //! [`Lease`] (worker, pid, host, heartbeat). A lease is expired when its
 //! process is gone (pid dead on this host) or its heartbeat is older than the
 //! stall limit; [`TaskStore::reconcile`] puts such tasks back to `pending`.
+//!
+//! A task file that cannot be read (corrupt JSON, an id that does not match
+//! its name) is reported with its path by [`TaskStore::list_lenient`], beside
+//! every task that can be read; [`TaskStore::list`] fails naming them all.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -144,14 +148,59 @@ impl BlockerRule {
     }
 }
 
+/// A task file that could not be read: its path and why.
+#[derive(Debug)]
+pub struct TaskFileProblem {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong with it (the message names the file and the field).
+    pub error: CoreError,
+}
+
+/// The tasks that could be read, and the files that could not.
+#[derive(Debug, Default)]
+pub struct TaskListing {
+    /// Every readable task, ordered by id (number first, then text).
+    pub tasks: Vec<Task>,
+    /// One entry per unreadable task file (corrupt JSON, an id that does
+    /// not match the file name, a name that is not a task id), by path.
+    pub problems: Vec<TaskFileProblem>,
+}
+
+impl TaskListing {
+    /// The tasks, or an error naming every unreadable file.
+    pub fn into_result(self) -> Result<Vec<Task>> {
+        let mut problems = self.problems;
+        match problems.len() {
+            0 => Ok(self.tasks),
+            1 => Err(problems.remove(0).error),
+            _ => Err(CoreError::CorruptTasks {
+                count: problems.len(),
+                details: problems
+                    .iter()
+                    .map(|p| p.error.to_string())
+                    .collect::<Vec<_>>()
+                    .join("\n  "),
+            }),
+        }
+    }
+}
+
 /// Where tasks live, and the only way their state changes.
 ///
 /// The trait is synchronous (file I/O); async callers use
 /// `tokio::task::spawn_blocking`. A networked store implements the same
 /// contract: a claim succeeds for exactly one caller.
 pub trait TaskStore: Send + Sync {
-    /// Every task, ordered by id (number first, then text).
-    fn list(&self) -> Result<Vec<Task>>;
+    /// Every task, ordered by id (number first, then text). Fails when a
+    /// task file cannot be read, naming it (every one of them).
+    fn list(&self) -> Result<Vec<Task>> {
+        self.list_lenient()?.into_result()
+    }
+    /// Every task that can be read, and every task file that cannot, with
+    /// its path: one corrupt file does not hide the others. Fails only when
+    /// the store itself cannot be listed.
+    fn list_lenient(&self) -> Result<TaskListing>;
     /// One task.
     fn get(&self, id: &TaskId) -> Result<Task>;
     /// Add a new task; fails if the id exists.
@@ -256,18 +305,22 @@ impl FileTaskStore {
 
 /// Order tasks by number then text (`IMPL-2` before `IMPL-10`).
 pub fn task_order(a: &TaskId, b: &TaskId) -> std::cmp::Ordering {
-    let key = |t: &TaskId| (t.prefix().map(str::to_owned), t.number());
+    fn key(t: &TaskId) -> (Option<&str>, Option<u64>) {
+        (t.prefix(), t.number())
+    }
     key(a).cmp(&key(b)).then_with(|| a.cmp(b))
 }
 
 impl TaskStore for FileTaskStore {
-    fn list(&self) -> Result<Vec<Task>> {
+    fn list_lenient(&self) -> Result<TaskListing> {
         let entries = match fs::read_dir(&self.dir) {
             Ok(e) => e,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(TaskListing::default());
+            }
             Err(e) => return Err(CoreError::io("listing", &self.dir, e)),
         };
-        let mut tasks = Vec::new();
+        let mut listing = TaskListing::default();
         for entry in entries {
             let entry = entry.map_err(|e| CoreError::io("listing", &self.dir, e))?;
             let name = entry.file_name();
@@ -278,14 +331,23 @@ impl TaskStore for FileTaskStore {
             let Some(stem) = name.strip_suffix(".json") else {
                 continue;
             };
-            let id = TaskId::new(stem).map_err(|source| CoreError::Id {
-                context: format!("task file `{}`", entry.path().display()),
-                source,
-            })?;
-            tasks.push(self.read(&id)?);
+            let read = TaskId::new(stem)
+                .map_err(|source| CoreError::Id {
+                    context: format!("task file `{}`", entry.path().display()),
+                    source,
+                })
+                .and_then(|id| self.read(&id));
+            match read {
+                Ok(task) => listing.tasks.push(task),
+                Err(error) => listing.problems.push(TaskFileProblem {
+                    path: entry.path(),
+                    error,
+                }),
+            }
         }
-        tasks.sort_by(|a, b| task_order(&a.id, &b.id));
-        Ok(tasks)
+        listing.tasks.sort_by(|a, b| task_order(&a.id, &b.id));
+        listing.problems.sort_by(|a, b| a.path.cmp(&b.path));
+        Ok(listing)
     }
 
     fn get(&self, id: &TaskId) -> Result<Task> {
@@ -401,7 +463,8 @@ impl TaskStore for FileTaskStore {
         let _lock = self.lock()?;
         let now = jiff::Timestamp::now();
         let mut reset = Vec::new();
-        for mut task in self.list()? {
+        // A corrupt file is not this method's to judge: the others go on.
+        for mut task in self.list_lenient()?.tasks {
             if task.status != TaskStatus::InProgress {
                 continue;
             }
@@ -563,6 +626,42 @@ mod tests {
         fs::write(s.dir().join("IMPL-1.json"), "{\"id\": ").unwrap();
         let err = s.list().unwrap_err().to_string();
         assert!(err.contains("IMPL-1.json") && err.contains("EOF"), "{err}");
+    }
+
+    #[test]
+    fn one_corrupt_file_among_20_is_reported_and_the_others_listed() {
+        let (_d, s) = store();
+        for n in 1..=20 {
+            s.create(Task::new(id(&format!("T-{n}")), "t", "")).unwrap();
+        }
+        let bad = s.dir().join("T-7.json");
+        fs::write(&bad, "{\"id\": \"T-7\", \"status\": ").unwrap();
+        fs::write(s.dir().join("not an id.json"), "{}").unwrap();
+        let listing = s.list_lenient().unwrap();
+        assert_eq!(listing.tasks.len(), 19);
+        assert!(listing.tasks.iter().all(|t| t.id.as_str() != "T-7"));
+        let paths: Vec<&Path> = listing.problems.iter().map(|p| p.path.as_path()).collect();
+        assert_eq!(
+            paths,
+            [bad.as_path(), s.dir().join("not an id.json").as_path()]
+        );
+        assert!(listing.problems[0].error.to_string().contains("T-7.json"));
+        // The strict list names every file.
+        let err = s.list().unwrap_err().to_string();
+        assert!(
+            err.starts_with("2 task files cannot be read:")
+                && err.contains("T-7.json")
+                && err.contains("not an id.json"),
+            "{err}"
+        );
+        // Reconcile goes on with the others.
+        let w = WorkerInfo {
+            worker: "dead".into(),
+            pid: 0x7fff_fff0,
+            host: this_host(),
+        };
+        s.claim(&id("T-3"), &w).unwrap();
+        assert_eq!(s.reconcile(&LeasePolicy::default()).unwrap(), [id("T-3")]);
     }
 
     #[test]
