@@ -44,6 +44,7 @@ pub fn classify(ended: &Ended, stream: &StreamState, stderr_tail: &str) -> Outco
         Ended::TimedOut => return OutcomeClass::TimedOut,
         Ended::Stalled => return OutcomeClass::Stalled,
         Ended::SpawnFailed(_) => return OutcomeClass::Unavailable,
+        Ended::Stopped(_) => return OutcomeClass::BudgetExceeded,
         Ended::Exited { code, .. } => *code,
     };
     let (message, status) = stream

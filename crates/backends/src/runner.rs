@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use wavecrew_core::fsutil::{write_atomic, write_json_atomic};
-use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, OutcomeClass};
+use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, OutcomeClass, Usage};
 
 use crate::adapter::{self, parse_env_file};
 use crate::config::ResolvedBackend;
@@ -29,7 +29,7 @@ use crate::events::StreamState;
 use crate::gitdiff::Snapshot;
 use crate::outcome::classify_with_exit_hints;
 use crate::redact::Redactor;
-use crate::supervise::{Ended, supervise};
+use crate::supervise::{Ended, supervise_until};
 
 /// An agent CLI (or command, or the scripted agent) as a [`Backend`].
 #[derive(Debug, Clone)]
@@ -38,6 +38,7 @@ pub struct CliBackend {
     extra_secret_names: Vec<String>,
     isolate_home: bool,
     ignored: Vec<std::path::PathBuf>,
+    governor: Option<crate::governor::Governor>,
 }
 
 impl CliBackend {
@@ -48,7 +49,17 @@ impl CliBackend {
             backend,
             extra_secret_names: Vec::new(),
             ignored: Vec::new(),
+            governor: None,
         }
+    }
+
+    /// Count the stream's usage live against the governor's budgets; an
+    /// attempt that crosses its task budget (or the run budget under
+    /// `--hard-budget`) is stopped like a timeout (`budget_exceeded`).
+    #[must_use]
+    pub fn governed_by(mut self, governor: crate::governor::Governor) -> Self {
+        self.governor = Some(governor);
+        self
     }
 
     /// Leave files under `folder` out of `files_changed` (wavecrew's own
@@ -183,17 +194,20 @@ impl Backend for CliBackend {
         let session_file = dir.join("session.json");
         let sink = Arc::clone(&state);
         let backend_name = name.clone();
-        let supervised = supervise(
+        let governor = self.governor.clone();
+        let task_id = request.task_id.clone();
+        let supervised = supervise_until(
             &invocation.spawn,
             &request.limits,
             Some(&dir.join("stdout.log")),
             Some(&dir.join("stderr.log")),
             move |line| {
-                let Some(format) = format else { return };
+                let format = format?;
                 let mut st = sink
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let had = st.session_id.clone();
+                let spent_before = st.spent();
                 st.apply_line(format, line);
                 if st.session_id != had
                     && let Some(id) = &st.session_id
@@ -202,6 +216,19 @@ impl Backend for CliBackend {
                         &session_file,
                         &json!({"backend": backend_name, "session_id": id}),
                     );
+                }
+                let governor = governor.as_ref()?;
+                let delta = usage_delta(&spent_before, &st.spent());
+                drop(st);
+                if delta == Usage::default() {
+                    return None;
+                }
+                match governor.record_usage(&backend_name, &task_id, &delta) {
+                    Ok(stop) => stop,
+                    Err(e) => {
+                        tracing::warn!("governor: {e}");
+                        None
+                    }
                 }
             },
         )
@@ -253,7 +280,7 @@ impl Backend for CliBackend {
         });
         let error = match (&outcome, &supervised.ended) {
             (OutcomeClass::Success, _) => None,
-            (_, Ended::SpawnFailed(why)) => Some(why.clone()),
+            (_, Ended::SpawnFailed(why) | Ended::Stopped(why)) => Some(why.clone()),
             (_, Ended::TimedOut) => Some(format!(
                 "timed out after {} s; the process group was killed",
                 request.limits.wall.as_secs()
@@ -279,7 +306,9 @@ impl Backend for CliBackend {
             session_id: stream.session_id.clone(),
             final_message: final_message.map(|m| redactor.redact(&m)),
             error: error.map(|m| redactor.redact(&m)),
-            usage: stream.usage,
+            usage: stream
+                .usage
+                .or_else(|| (!stream.live_usage.is_empty()).then(|| stream.spent())),
             files_changed,
             duration_ms: u64::try_from(supervised.duration.as_millis()).unwrap_or(u64::MAX),
         };
@@ -372,6 +401,18 @@ fn is_ignored(path: &Path, ignored: &[std::path::PathBuf]) -> bool {
     };
     let path = canon(path);
     ignored.iter().any(|i| path.starts_with(canon(i)))
+}
+
+/// What `after` adds to `before` (never negative).
+fn usage_delta(before: &Usage, after: &Usage) -> Usage {
+    Usage {
+        input_tokens: after.input_tokens.saturating_sub(before.input_tokens),
+        output_tokens: after.output_tokens.saturating_sub(before.output_tokens),
+        cached_input_tokens: after
+            .cached_input_tokens
+            .saturating_sub(before.cached_input_tokens),
+        cost_usd: None,
+    }
 }
 
 fn last_lines(text: &str, n: usize) -> Option<String> {
