@@ -333,6 +333,7 @@ impl Governor {
             resumed = None;
             new_wait = false;
             reclaim(s);
+            s.budget.clone_from(&budget);
             answer = admit(s, now, backend, task, attempt, pid, limits, &budget);
             let b = s.backends.entry(backend.to_owned()).or_default();
             if matches!(answer, Admission::Granted(_))
@@ -628,12 +629,11 @@ fn admit(
     limits: BackendLimits,
     budget: &BudgetConfig,
 ) -> Admission {
+    // Judged again at every start: a run resumed with a larger budget
+    // goes on.
+    s.run_budget_crossed = run_verdict(&s.run, budget);
     if let Some(v) = &s.run_budget_crossed {
         return Admission::Refused(v.clone());
-    }
-    if let Some(v) = run_verdict(&s.run, budget) {
-        s.run_budget_crossed = Some(v.clone());
-        return Admission::Refused(v);
     }
     if let Some(t) = s.tasks.get(task)
         && let Some(v) = task_spent(&t.spend, budget)

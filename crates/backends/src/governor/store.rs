@@ -178,6 +178,9 @@ pub struct GovernorState {
     pub run_budget_crossed: Option<String>,
     /// Whether crossing the run budget stops running attempts too.
     pub hard_budget: bool,
+    /// The budgets in force (`[budget]`, copied here so that reports and
+    /// `wavecrew status` can show spend against them).
+    pub budget: crate::config::BudgetConfig,
 }
 
 impl Default for GovernorState {
@@ -190,6 +193,7 @@ impl Default for GovernorState {
             waiting: Vec::new(),
             run_budget_crossed: None,
             hard_budget: false,
+            budget: crate::config::BudgetConfig::default(),
         }
     }
 }
