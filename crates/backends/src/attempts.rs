@@ -245,13 +245,15 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 resume: resume_session,
             });
             let outcome = backend.run(&request).await;
-            governor.release(&permit, outcome.outcome.is_success());
-            record_release(&attempt_dir, &governor);
+            // Pause before the slot is given back, so no waiting worker
+            // slips in between.
             if let OutcomeClass::RateLimited { retry_after_secs } = &outcome.outcome
                 && let Err(e) = governor.pause(&resolved.name, spec.task_id.as_str(), *retry_after_secs)
             {
                 tracing::warn!("governor: {e}");
             }
+            governor.release(&permit, outcome.outcome.is_success());
+            record_release(&attempt_dir, &governor);
             (spec.on_event)(&AttemptEvent::Finished {
                 attempt: attempt_no,
                 outcome: outcome.clone(),
