@@ -736,4 +736,49 @@ mod tests {
             .to_string();
         assert!(e.contains("routing.max_retries"), "{e}");
     }
+
+    #[test]
+    fn governor_keys_are_read_and_checked() {
+        let c = parse(
+            r#"
+            [backends.codex]
+            max_parallel = 2
+            rpm = 30
+            tpm = 100000
+            model = "gpt-5.5"
+            [budget]
+            task_tokens = 1000
+            run_usd = 2.5
+            [prices."gpt-5.5"]
+            input = 1.25
+            output = 10.0
+            cached_input = 0.125
+            "#,
+        )
+        .unwrap();
+        let b = c.backend("codex").unwrap();
+        assert_eq!((b.spec.rpm, b.spec.tpm), (Some(30), Some(100_000)));
+        assert_eq!(c.budget.task_tokens, Some(1000));
+        let usage = wavecrew_core::Usage {
+            input_tokens: 1_000_000,
+            cached_input_tokens: 400_000,
+            output_tokens: 100_000,
+            cost_usd: None,
+        };
+        let cost = c.prices["gpt-5.5"].cost(&usage);
+        assert!((cost - (0.6 * 1.25 + 0.4 * 0.125 + 0.1 * 10.0)).abs() < 1e-9, "{cost}");
+        for (text, key) in [
+            ("[backends.codex]\nrpm = 0\n", "backends.codex.rpm"),
+            ("[backends.codex]\nburst = 3\n", "burst"),
+            ("[budget]\nrun_usd = -1.0\n", "budget.run_usd"),
+            ("[budget]\ntask_tokens = 0\n", "budget.task_tokens"),
+            ("[budget]\nrun_dollars = 3\n", "run_dollars"),
+            ("[prices.\"m\"]\ninput = 1.0\n", "prices"),
+            ("[prices.\"m\"]\ninput = 1.0\noutput = 2.0\ncache = 0.1\n", "cache"),
+            ("[prices.\"m\"]\ninput = -1.0\noutput = 2.0\n", "prices.\"m\".input"),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        }
+    }
 }

@@ -395,11 +395,12 @@ impl Governor {
         Ok(answer)
     }
 
-    /// Wait (asynchronously) until `until_ms` or [`POLL_MS`], whichever
-    /// comes first.
+    /// Wait (asynchronously) until `until_ms`: the reset of a pause, the
+    /// time the rate window has room again, or a poll interval while every
+    /// slot is taken.
     pub async fn nap(&self, until_ms: u64) {
         let now = self.clock.now_ms();
-        let ms = until_ms.saturating_sub(now).clamp(10, POLL_MS);
+        let ms = until_ms.saturating_sub(now).max(10);
         tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
     }
 
@@ -912,6 +913,34 @@ mod tests {
         let t1 = &s.tasks["T-1"].spend;
         assert!((t1.usd - (90.0 * 1.0 + 11.0 * 10.0) / 1e6).abs() < 1e-12, "{t1:?}");
         assert_eq!(s.run.tokens(), 152);
+    }
+
+    #[test]
+    fn tokens_per_minute_hold_back_the_next_start() {
+        let (g, clock) = governor(
+            BackendLimits {
+                tpm: Some(1_000),
+                ..BackendLimits::default()
+            },
+            BudgetConfig::default(),
+        );
+        let p = granted(g.try_admit("codex", "T-1", 1).unwrap());
+        let u = Usage {
+            input_tokens: 900,
+            output_tokens: 200,
+            ..Usage::default()
+        };
+        g.record_usage("codex", "T-1", &u).unwrap();
+        g.release(&p, true);
+        clock.0.store(1_010_000, std::sync::atomic::Ordering::SeqCst);
+        match g.try_admit("codex", "T-2", 1).unwrap() {
+            Admission::Wait { reason: WaitReason::Tpm { tpm: 1_000 }, until_ms } => {
+                assert_eq!(until_ms, 1_060_000);
+            }
+            a => panic!("{a:?}"),
+        }
+        clock.0.store(1_060_000, std::sync::atomic::Ordering::SeqCst);
+        granted(g.try_admit("codex", "T-2", 1).unwrap());
     }
 
     #[test]

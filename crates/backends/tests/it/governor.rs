@@ -263,3 +263,55 @@ async fn budgets_stop_an_attempt_mid_stream_and_the_runs_new_starts() {
                 && m["data"]["verdict"].as_str().unwrap().contains("run_tokens"))
     );
 }
+
+/// `rpm = 30` and 40 quick tasks from as many workers: no 60-second window
+/// holds more than 30 starts, and every task starts. On tokio's paused
+/// clock (the governor's [`TokioClock`]): the minute passes in no time.
+#[tokio::test(start_paused = true)]
+async fn rpm_30_never_lets_more_than_30_starts_into_a_minute() {
+    use wavecrew_backends::governor::store::FileGovernorStore;
+    use wavecrew_backends::governor::{Admission, BackendLimits, Governor, GovernorConfig, TokioClock};
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = GovernorConfig::default();
+    config.backends.insert(
+        "codex".into(),
+        BackendLimits {
+            rpm: Some(30),
+            ..BackendLimits::default()
+        },
+    );
+    let governor = Governor::new(
+        Arc::new(FileGovernorStore::for_session(dir.path())),
+        Arc::new(TokioClock::starting_at(1_700_000_000_000)),
+        config,
+    );
+    let mut workers = tokio::task::JoinSet::new();
+    for i in 0..40 {
+        let g = governor.clone();
+        workers.spawn(async move {
+            let task = format!("T-{i}");
+            loop {
+                match g.try_admit("codex", &task, 1).unwrap() {
+                    Admission::Granted(p) => {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        g.release(&p, true);
+                        return p.granted_ms;
+                    }
+                    Admission::Wait { until_ms, .. } => g.nap(until_ms).await,
+                    Admission::Refused(v) => panic!("{v}"),
+                }
+            }
+        });
+    }
+    let mut starts = workers.join_all().await;
+    starts.sort_unstable();
+    assert_eq!(starts.len(), 40);
+    for (i, t) in starts.iter().enumerate() {
+        let in_window = starts[i..].iter().take_while(|u| **u < t + 60_000).count();
+        assert!(in_window <= 30, "{in_window} starts in the minute from {t}");
+    }
+    assert!(starts[30] - starts[0] >= 60_000, "{starts:?}");
+    // The state file keeps only the last minute of starts.
+    let state = read_state(dir.path()).unwrap();
+    assert!(state.backends["codex"].starts.len() <= 30);
+}
