@@ -68,9 +68,18 @@ impl SpendLine {
         match (self.cost_usd, self.unpriced_tokens) {
             (None, _) if self.tokens == 0 => "-".into(),
             (None, _) => "no price".into(),
-            (Some(c), 0) => format!("${c:.4}"),
-            (Some(c), n) => format!("${c:.4} + {n} tokens without a price"),
+            (Some(c), 0) => dollars(c),
+            (Some(c), n) => format!("{} + {n} tokens without a price", dollars(c)),
         }
+    }
+}
+
+/// `$1.2345`, or six decimals below a cent (`$0.000210`).
+pub fn dollars(c: f64) -> String {
+    if c < 0.01 {
+        format!("${c:.6}")
+    } else {
+        format!("${c:.4}")
     }
 }
 

@@ -65,7 +65,10 @@ pub fn cost_markdown(run: &RunData) -> String {
         budgets.push(format!("run_tokens {}/{t}", c.run.tokens));
     }
     if let Some(u) = b.run_usd {
-        budgets.push(format!("run_usd ${:.4}/${u}", c.run.cost_usd.unwrap_or(0.0)));
+        budgets.push(format!(
+            "run_usd {}/${u}",
+            crate::cost::dollars(c.run.cost_usd.unwrap_or(0.0))
+        ));
     }
     if let Some(t) = b.task_tokens {
         budgets.push(format!("task_tokens {t} per task"));
