@@ -192,8 +192,15 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 .filter(|(b, _)| b == &resolved.name && supports_resume(resolved.kind))
                 .map(|(_, id)| id);
             let attempt_dir = dir.join(attempt_no.to_string());
-            let permit = match admit(&governor, config, &resolved, spec.task_id, attempt_no, &tried)
-                .await
+            let permit = match admit(
+                &governor,
+                config,
+                &resolved,
+                spec.task_id,
+                attempt_no,
+                &tried,
+            )
+            .await
             {
                 Gate::Go(permit, span) => {
                     let _ = wavecrew_core::fsutil::write_json_atomic(
@@ -248,7 +255,8 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
             // Pause before the slot is given back, so no waiting worker
             // slips in between.
             if let OutcomeClass::RateLimited { retry_after_secs } = &outcome.outcome
-                && let Err(e) = governor.pause(&resolved.name, spec.task_id.as_str(), *retry_after_secs)
+                && let Err(e) =
+                    governor.pause(&resolved.name, spec.task_id.as_str(), *retry_after_secs)
             {
                 tracing::warn!("governor: {e}");
             }
@@ -284,9 +292,10 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                     }
                     // A rate limit paused the backend in the governor: the
                     // next admission waits for the reset, for every worker.
-                    let delay = if run.last().is_some_and(|o| {
-                        matches!(o.outcome, OutcomeClass::RateLimited { .. })
-                    }) {
+                    let delay = if run
+                        .last()
+                        .is_some_and(|o| matches!(o.outcome, OutcomeClass::RateLimited { .. }))
+                    {
                         std::time::Duration::ZERO
                     } else {
                         delay

@@ -524,34 +524,59 @@ impl Config {
                 return Err(invalid(key("max_parallel"), "expected at least 1".into()));
             }
             if spec.rpm == Some(0) {
-                return Err(invalid(key("rpm"), "expected at least 1 (leave it out for no limit)".into()));
+                return Err(invalid(
+                    key("rpm"),
+                    "expected at least 1 (leave it out for no limit)".into(),
+                ));
             }
             if spec.tpm == Some(0) {
-                return Err(invalid(key("tpm"), "expected at least 1 (leave it out for no limit)".into()));
+                return Err(invalid(
+                    key("tpm"),
+                    "expected at least 1 (leave it out for no limit)".into(),
+                ));
             }
             for target in spec.fallback.iter().flatten() {
                 self.check_name(target)
                     .map_err(|m| invalid(key("fallback"), m))?;
             }
         }
-        for (k, v) in [("task_tokens", self.budget.task_tokens), ("run_tokens", self.budget.run_tokens)] {
+        for (k, v) in [
+            ("task_tokens", self.budget.task_tokens),
+            ("run_tokens", self.budget.run_tokens),
+        ] {
             if v == Some(0) {
-                return Err(invalid(format!("budget.{k}"), "expected at least 1 token".into()));
+                return Err(invalid(
+                    format!("budget.{k}"),
+                    "expected at least 1 token".into(),
+                ));
             }
         }
-        for (k, v) in [("task_usd", self.budget.task_usd), ("run_usd", self.budget.run_usd)] {
+        for (k, v) in [
+            ("task_usd", self.budget.task_usd),
+            ("run_usd", self.budget.run_usd),
+        ] {
             if let Some(v) = v
                 && !(v.is_finite() && v > 0.0)
             {
-                return Err(invalid(format!("budget.{k}"), format!("expected a positive number of US dollars, got {v}")));
+                return Err(invalid(
+                    format!("budget.{k}"),
+                    format!("expected a positive number of US dollars, got {v}"),
+                ));
             }
         }
         for (model, price) in &self.prices {
-            for (k, v) in [("input", Some(price.input)), ("output", Some(price.output)), ("cached_input", price.cached_input)] {
+            for (k, v) in [
+                ("input", Some(price.input)),
+                ("output", Some(price.output)),
+                ("cached_input", price.cached_input),
+            ] {
                 if let Some(v) = v
                     && !(v.is_finite() && v >= 0.0)
                 {
-                    return Err(invalid(format!("prices.\"{model}\".{k}"), format!("expected US dollars per million tokens (0 or more), got {v}")));
+                    return Err(invalid(
+                        format!("prices.\"{model}\".{k}"),
+                        format!("expected US dollars per million tokens (0 or more), got {v}"),
+                    ));
                 }
             }
         }
@@ -766,7 +791,10 @@ mod tests {
             cost_usd: None,
         };
         let cost = c.prices["gpt-5.5"].cost(&usage);
-        assert!((cost - (0.6 * 1.25 + 0.4 * 0.125 + 0.1 * 10.0)).abs() < 1e-9, "{cost}");
+        assert!(
+            (cost - (0.6 * 1.25 + 0.4 * 0.125 + 0.1 * 10.0)).abs() < 1e-9,
+            "{cost}"
+        );
         for (text, key) in [
             ("[backends.codex]\nrpm = 0\n", "backends.codex.rpm"),
             ("[backends.codex]\nburst = 3\n", "burst"),
@@ -774,8 +802,14 @@ mod tests {
             ("[budget]\ntask_tokens = 0\n", "budget.task_tokens"),
             ("[budget]\nrun_dollars = 3\n", "run_dollars"),
             ("[prices.\"m\"]\ninput = 1.0\n", "prices"),
-            ("[prices.\"m\"]\ninput = 1.0\noutput = 2.0\ncache = 0.1\n", "cache"),
-            ("[prices.\"m\"]\ninput = -1.0\noutput = 2.0\n", "prices.\"m\".input"),
+            (
+                "[prices.\"m\"]\ninput = 1.0\noutput = 2.0\ncache = 0.1\n",
+                "cache",
+            ),
+            (
+                "[prices.\"m\"]\ninput = -1.0\noutput = 2.0\n",
+                "prices.\"m\".input",
+            ),
         ] {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(key), "{text}: {e}");

@@ -160,7 +160,11 @@ pub fn collect_cost(session_dir: &Path, tasks: &[TaskReport], now_ms: u64) -> Co
     let state: Option<GovernorState> = read_state(session_dir);
     let mut report = CostReport::default();
     match &state {
-        Some(s) if session_dir.join(wavecrew_backends::governor::store::STATE_FILE).exists() => {
+        Some(s)
+            if session_dir
+                .join(wavecrew_backends::governor::store::STATE_FILE)
+                .exists() =>
+        {
             report.source = "governor".into();
             report.run = SpendLine::from_spend(&s.run);
             for (task, t) in &s.tasks {

@@ -100,16 +100,16 @@ pub fn index_html(run: &RunData) -> String {
                     .map_or_else(String::new, |w| {
                         format!(
                             ", waited {w} ms for {}",
-                            a.governor.as_ref().map_or_else(String::new, |g| esc(
-                                &g["waited_for"]
+                            a.governor
+                                .as_ref()
+                                .map_or_else(String::new, |g| esc(&g["waited_for"]
                                     .as_array()
                                     .map(|r| r
                                         .iter()
                                         .filter_map(|x| x.as_str())
                                         .collect::<Vec<_>>()
                                         .join(", "))
-                                    .unwrap_or_default()
-                            ))
+                                    .unwrap_or_default()))
                         )
                     });
                 format!(
@@ -178,7 +178,11 @@ fn cost_html(run: &RunData) -> String {
             esc(&p.reason)
         );
     }
-    for (title, rows) in [("task", &c.tasks), ("backend", &c.backends), ("role", &c.roles)] {
+    for (title, rows) in [
+        ("task", &c.tasks),
+        ("backend", &c.backends),
+        ("role", &c.roles),
+    ] {
         if rows.is_empty() {
             continue;
         }

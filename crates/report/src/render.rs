@@ -86,7 +86,11 @@ pub fn cost_markdown(run: &RunData) -> String {
             c.run.unpriced_models.join(", ")
         );
     }
-    for (title, rows) in [("task", &c.tasks), ("backend", &c.backends), ("role", &c.roles)] {
+    for (title, rows) in [
+        ("task", &c.tasks),
+        ("backend", &c.backends),
+        ("role", &c.roles),
+    ] {
         if rows.is_empty() {
             continue;
         }
@@ -309,7 +313,9 @@ pub fn trace(run: &RunData) -> Value {
             for a in &t.attempts {
                 let Some(g) = &a.governor else { continue };
                 let waited = g["waited_ms"].as_u64().unwrap_or(0);
-                let Some(asked) = g["asked_at"].as_str().and_then(|s| s.parse::<jiff::Timestamp>().ok())
+                let Some(asked) = g["asked_at"]
+                    .as_str()
+                    .and_then(|s| s.parse::<jiff::Timestamp>().ok())
                 else {
                     continue;
                 };

@@ -108,14 +108,13 @@ impl Spend {
         self.input_tokens += usage.input_tokens;
         self.cached_input_tokens += usage.cached_input_tokens;
         self.output_tokens += usage.output_tokens;
-        match usd {
-            Some(d) => self.usd += d,
-            None => {
-                let tokens = usage.input_tokens + usage.output_tokens;
-                if tokens > 0 {
-                    self.unpriced_tokens += tokens;
-                    self.unpriced_models.insert(model.to_owned());
-                }
+        if let Some(d) = usd {
+            self.usd += d;
+        } else {
+            let tokens = usage.input_tokens + usage.output_tokens;
+            if tokens > 0 {
+                self.unpriced_tokens += tokens;
+                self.unpriced_models.insert(model.to_owned());
             }
         }
     }

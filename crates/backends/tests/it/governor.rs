@@ -27,8 +27,9 @@ const OTHER: AgentCli = AgentCli::Codex;
 
 fn session_dir(w: &World) -> PathBuf {
     let dir = w
-        ._tmp
-        .path()
+        .out
+        .parent()
+        .unwrap()
         .join("root/.workflow/.team/TC-governor-2026-11-23");
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -84,8 +85,8 @@ fn span(session: &Path, task: &str, attempt: u32) -> Value {
 /// Wait until the governor's state shows `backend` paused; its reset.
 async fn paused_until(session: &Path, backend: &str) -> u64 {
     for _ in 0..1200 {
-        if let Some(p) = read_state(session)
-            .and_then(|s| s.backends.get(backend).and_then(|b| b.paused.clone()))
+        if let Some(p) =
+            read_state(session).and_then(|s| s.backends.get(backend).and_then(|b| b.paused.clone()))
         {
             return p.until_ms;
         }
@@ -135,14 +136,20 @@ async fn a_rate_limit_pauses_the_backend_for_every_worker_until_the_reset() {
     }
     let limited_names: Vec<&str> = limited_spans.iter().map(|(n, _)| *n).collect();
     assert_eq!(
-        limited_names.iter().filter(|n| **n == "rate_limited").count(),
+        limited_names
+            .iter()
+            .filter(|n| **n == "rate_limited")
+            .count(),
         1,
         "{limited_names:?}"
     );
     for (name, s) in &limited_spans {
         if *name != "rate_limited" {
             let admitted = s["admitted_ms"].as_u64().unwrap();
-            assert!(admitted >= until, "started {admitted} before the reset {until}: {s}");
+            assert!(
+                admitted >= until,
+                "started {admitted} before the reset {until}: {s}"
+            );
         }
     }
     // The other backend went on during the pause.
@@ -187,7 +194,11 @@ async fn waiting_tasks_move_to_the_configured_fallback_and_the_bus_says_why() {
         assert!(run.success, "{run:#?}");
         assert_eq!(run.last().unwrap().backend, OTHER.name());
     }
-    assert_eq!(limited.model_calls(), 1, "one 429, then nobody asked it again");
+    assert_eq!(
+        limited.model_calls(),
+        1,
+        "one 429, then nobody asked it again"
+    );
     let records = bus(&session);
     let moves: Vec<&Value> = records
         .iter()
@@ -197,14 +208,16 @@ async fn waiting_tasks_move_to_the_configured_fallback_and_the_bus_says_why() {
     for m in moves {
         assert_eq!(m["data"]["to"], OTHER.name());
         assert!(
-            m["data"]["reason"].as_str().unwrap().contains("paused until"),
+            m["data"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("paused until"),
             "{m}"
         );
     }
 }
 
-fn outcome_tokens(session: &Path, task: &str, run: &TaskRun) -> u64 {
-    let _ = (session, task);
+fn outcome_tokens(run: &TaskRun) -> u64 {
     run.attempts
         .iter()
         .filter_map(|a| a.outcome.usage)
@@ -240,7 +253,11 @@ async fn budgets_stop_an_attempt_mid_stream_and_the_runs_new_starts() {
     assert!(!w.repo.join("hello.txt").exists());
 
     // A run budget: the first task crosses it and finishes; no new start.
-    let session2 = w._tmp.path().join("root/.workflow/.team/TC-budget-2026-11-23");
+    let session2 = w
+        .out
+        .parent()
+        .unwrap()
+        .join("root/.workflow/.team/TC-budget-2026-11-23");
     std::fs::create_dir_all(&session2).unwrap();
     let mut cfg = config(&w, &claude, &codex, false);
     cfg.budget.run_tokens = Some(150);
@@ -255,13 +272,14 @@ async fn budgets_stop_an_attempt_mid_stream_and_the_runs_new_starts() {
     let state = read_state(&session2).unwrap();
     let mock_total = u64::try_from(codex.model_calls()).unwrap() * 105;
     assert_eq!(state.run.tokens(), mock_total);
-    assert_eq!(outcome_tokens(&session2, "T-1", &first), mock_total);
-    assert!(
-        bus(&session2)
-            .iter()
-            .any(|m| m["type"] == "budget_exceeded"
-                && m["data"]["verdict"].as_str().unwrap().contains("run_tokens"))
-    );
+    assert_eq!(outcome_tokens(&first), mock_total);
+    assert!(bus(&session2).iter().any(|m| {
+        m["type"] == "budget_exceeded"
+            && m["data"]["verdict"]
+                .as_str()
+                .unwrap()
+                .contains("run_tokens")
+    }));
 }
 
 /// `rpm = 30` and 40 quick tasks from as many workers: no 60-second window
@@ -270,7 +288,9 @@ async fn budgets_stop_an_attempt_mid_stream_and_the_runs_new_starts() {
 #[tokio::test(start_paused = true)]
 async fn rpm_30_never_lets_more_than_30_starts_into_a_minute() {
     use wavecrew_backends::governor::store::FileGovernorStore;
-    use wavecrew_backends::governor::{Admission, BackendLimits, Governor, GovernorConfig, TokioClock};
+    use wavecrew_backends::governor::{
+        Admission, BackendLimits, Governor, GovernorConfig, TokioClock,
+    };
     let dir = tempfile::tempdir().unwrap();
     let mut config = GovernorConfig::default();
     config.backends.insert(
