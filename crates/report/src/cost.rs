@@ -227,3 +227,94 @@ pub fn collect_cost(session_dir: &Path, tasks: &[TaskReport], now_ms: u64) -> Co
     }
     report
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wavecrew_backends::governor::store::{BackendState, Pause, TaskSpend, Waiter};
+
+    #[test]
+    fn the_governors_state_becomes_the_cost_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut state = GovernorState::default();
+        let usage = wavecrew_core::Usage {
+            input_tokens: 1000,
+            output_tokens: 100,
+            ..wavecrew_core::Usage::default()
+        };
+        let mut priced = Spend::default();
+        priced.add(&usage, "gpt-x", Some(0.5));
+        let mut unpriced = Spend::default();
+        unpriced.add(&usage, "claude (default model)", None);
+        state.tasks.insert(
+            "T-1".into(),
+            TaskSpend {
+                backends: vec!["codex".into()],
+                spend: priced.clone(),
+            },
+        );
+        state.tasks.insert(
+            "T-2".into(),
+            TaskSpend {
+                backends: vec!["claude".into()],
+                spend: unpriced.clone(),
+            },
+        );
+        state.run.merge(&priced);
+        state.run.merge(&unpriced);
+        state.backends.insert(
+            "claude".into(),
+            BackendState {
+                paused: Some(Pause {
+                    since_ms: 0,
+                    until_ms: 2_000,
+                    reason: "rate limited".into(),
+                    task: "T-2".into(),
+                }),
+                spend: unpriced,
+                ..BackendState::default()
+            },
+        );
+        state.waiting.push(Waiter {
+            pid: 1,
+            task: "T-3".into(),
+            backend: "claude".into(),
+            reason: "paused".into(),
+            since_ms: 1_000,
+            until_ms: 2_000,
+        });
+        state.budget.run_tokens = Some(10_000);
+        wavecrew_core::fsutil::write_json_atomic(&dir.path().join("governor.json"), &state)
+            .unwrap();
+        let task = |id: &str, role: &str| TaskReport {
+            id: id.into(),
+            title: String::new(),
+            role: Some(role.into()),
+            state: "completed".into(),
+            wave: None,
+            critical: false,
+            backend: None,
+            attempts: Vec::new(),
+            started_at: None,
+            ended_at: None,
+            duration_ms: None,
+            files_changed: Vec::new(),
+            validation: None,
+            usage: None,
+            error: None,
+            summary: None,
+        };
+        let tasks = [task("T-1", "dev"), task("T-2", "dev")];
+        let c = collect_cost(dir.path(), &tasks, 1_500);
+        assert_eq!(c.source, "governor");
+        assert_eq!(c.run.tokens, 2_200);
+        assert_eq!(c.run.cost_text(), "$0.5000 + 1100 tokens without a price");
+        assert_eq!(c.tasks["T-2"].cost_text(), "no price");
+        assert_eq!(c.roles["dev"].tokens, 2_200);
+        assert_eq!(c.paused.len(), 1);
+        assert_eq!(c.paused[0].until, "1970-01-01T00:00:02Z");
+        assert_eq!(c.waiting[0].task, "T-3");
+        // After the reset, the pause is not shown.
+        assert!(collect_cost(dir.path(), &tasks, 2_000).paused.is_empty());
+    }
+}
