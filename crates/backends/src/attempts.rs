@@ -207,7 +207,10 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                         &attempt_dir.join(GOVERNOR_SPAN),
                         &span,
                     );
-                    permit
+                    Slot {
+                        governor: &governor,
+                        permit: Some(permit),
+                    }
                 }
                 Gate::Fallback(to, why) => {
                     attempt_no -= 1;
@@ -260,7 +263,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
             {
                 tracing::warn!("governor: {e}");
             }
-            governor.release(&permit, outcome.outcome.is_success());
+            permit.release(outcome.outcome.is_success());
             record_release(&attempt_dir, &governor);
             (spec.on_event)(&AttemptEvent::Finished {
                 attempt: attempt_no,
@@ -339,6 +342,45 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
 /// start, how long it waited and why, when it gave its slot back.
 pub const GOVERNOR_SPAN: &str = "governor.json";
 
+/// A granted start: the slot goes back when the attempt ends, and also
+/// when the future running it is dropped (a cancelled task never keeps a
+/// slot of a live process).
+struct Slot<'a> {
+    governor: &'a Governor,
+    permit: Option<Permit>,
+}
+
+impl Slot<'_> {
+    fn release(mut self, success: bool) {
+        if let Some(p) = self.permit.take() {
+            self.governor.release(&p, success);
+        }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.permit.take() {
+            self.governor.release(&p, false);
+        }
+    }
+}
+
+/// Forgets the wait of a task whose admission future is dropped.
+struct WaitGuard<'a> {
+    governor: &'a Governor,
+    task: &'a str,
+    armed: bool,
+}
+
+impl Drop for WaitGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.governor.forget_wait(self.task);
+        }
+    }
+}
+
 /// What the governor said about a start.
 enum Gate {
     /// Start, with the span to record.
@@ -361,8 +403,15 @@ async fn admit(
 ) -> Gate {
     let asked = governor.now_ms();
     let mut reasons: Vec<String> = Vec::new();
+    let mut guard = WaitGuard {
+        governor,
+        task: task.as_str(),
+        armed: false,
+    };
     loop {
-        match governor.try_admit(&backend.name, task.as_str(), attempt) {
+        let answer = governor.try_admit(&backend.name, task.as_str(), attempt);
+        guard.armed = matches!(answer, Ok(Admission::Wait { .. }));
+        match answer {
             Ok(Admission::Granted(permit)) => {
                 let span = serde_json::json!({
                     "backend": backend.name,

@@ -533,3 +533,66 @@ async fn two_attempts_side_by_side_keep_their_own_files() {
     assert!(c.files_changed.contains(&"c.txt".to_owned()), "{c:#?}");
     assert!(c.files_changed.len() >= 2, "{c:#?}");
 }
+
+/// The governor through `run_task` with the scripted agent: `max_parallel
+/// = 1` makes the second task wait (its span says how long and why), and
+/// a task whose future is dropped mid-attempt gives its slot back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_governor_holds_a_second_attempt_and_a_dropped_one_frees_its_slot() {
+    use wavecrew_backends::governor::{Admission, Governor};
+    let repo = git_repo();
+    let session = tempfile::tempdir().unwrap();
+    let config = scripted_config(
+        session.path(),
+        "s",
+        "codex",
+        &json!({"scenarios": [{"steps": [{"sleep_ms": 400}, {"say": "done"}]}]}),
+        "max_parallel = 1\n",
+    );
+    let prompt = |_: u32, _: Option<&str>| "p".to_owned();
+    let (a, b) = (TaskId::new("T-1").unwrap(), TaskId::new("T-2").unwrap());
+    let spec = |task| TaskAttempts {
+        config: &config,
+        backend: "s",
+        task_id: task,
+        cwd: repo.path(),
+        mode: Mode::Write,
+        session_dir: session.path(),
+        prompt: &prompt,
+        on_event: &|_| {},
+    };
+    let (sa, sb) = (spec(&a), spec(&b));
+    let (ra, rb) = tokio::join!(run_task(&sa), run_task(&sb));
+    assert!(ra.success && rb.success);
+    let span = |t: &str| -> serde_json::Value {
+        serde_json::from_slice(
+            &std::fs::read(session.path().join(format!("attempts/{t}/1/governor.json"))).unwrap(),
+        )
+        .unwrap()
+    };
+    let (sa, sb) = (span("T-1"), span("T-2"));
+    let (first, second) = if sa["admitted_ms"].as_u64() < sb["admitted_ms"].as_u64() {
+        (sa, sb)
+    } else {
+        (sb, sa)
+    };
+    assert!(
+        second["admitted_ms"].as_u64().unwrap() >= first["released_ms"].as_u64().unwrap(),
+        "{first} {second}"
+    );
+    assert_eq!(second["waited_for"], json!(["max_parallel"]));
+    assert!(second["waited_ms"].as_u64().unwrap() > 0);
+
+    let c = TaskId::new("T-3").unwrap();
+    let sc = spec(&c);
+    let cut = tokio::time::timeout(std::time::Duration::from_millis(150), run_task(&sc)).await;
+    assert!(cut.is_err(), "the attempt was still running");
+    let governor = Governor::for_session(&config, session.path());
+    assert!(
+        matches!(
+            governor.try_admit("s", "T-4", 1).unwrap(),
+            Admission::Granted(_)
+        ),
+        "the dropped attempt's slot is free"
+    );
+}
