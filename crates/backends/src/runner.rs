@@ -196,6 +196,7 @@ impl Backend for CliBackend {
         let backend_name = name.clone();
         let governor = self.governor.clone();
         let task_id = request.task_id.clone();
+        let mut last_check = std::time::Instant::now();
         let supervised = supervise_until(
             &invocation.spawn,
             &request.limits,
@@ -221,7 +222,13 @@ impl Backend for CliBackend {
                 let delta = usage_delta(&spent_before, &st.spent());
                 drop(st);
                 if delta == Usage::default() {
-                    return None;
+                    // The run budget crossed by another attempt under
+                    // `--hard-budget`: looked at about once a second.
+                    if last_check.elapsed() < std::time::Duration::from_secs(1) {
+                        return None;
+                    }
+                    last_check = std::time::Instant::now();
+                    return governor.check_budget(&task_id).ok().flatten();
                 }
                 match governor.record_usage(&backend_name, &task_id, &delta) {
                     Ok(stop) => stop,
