@@ -29,13 +29,39 @@ use clap::{Parser, Subcommand};
 
 use crate::exit::{CliError, Exit};
 
+const ABOUT: &str = "Run AI coding-agent pipelines: tasks in dependency order, each sent to an agent CLI \
+(Claude Code, Codex, Gemini, …), checked against evidence, resumable at any moment";
+
+const LONG_ABOUT: &str = "\
+Run AI coding-agent pipelines: tasks in dependency order, each sent to an agent CLI (Claude \
+Code, Codex, Gemini, Qwen, opencode, or any command), checked against evidence, recorded on a \
+message bus, resumable at any moment.
+
+Start in any project folder:
+  wavecrew init                                 find your agent CLIs, write wavecrew.toml
+  (write wavecrew.tasks.toml: a goal and its tasks)
+  wavecrew plan waves wavecrew.tasks.toml       what would run, in which order
+  wavecrew run wavecrew.tasks.toml              run it; reports in the session's reports/
+
+Or try it first: `wavecrew demo` runs a small pipeline with a scripted agent, no API key.
+Sessions written by Claude-Code-Workflow (`.workflow/.team/<id>/`) run as they are:
+`wavecrew run <session folder>`.";
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 success, 1 a task failed or a check found problems, 2 bad input or usage (the \
+message names the file and the field), 3 interrupted (run it again to resume), 4 internal error.
+Logs: -v (info) or -vv (debug) on stderr, or RUST_LOG=<filter>.";
+
 /// `wavecrew`: run and inspect AI coding-agent pipelines.
 #[derive(Debug, Parser)]
-#[command(name = "wavecrew", version, about, long_about = None)]
+#[command(name = "wavecrew", version, about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct Cli {
     /// Read this configuration file instead of `<project root>/wavecrew.toml`.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<std::path::PathBuf>,
+    /// More diagnostic logs on stderr: -v info, -vv debug, -vvv trace (`RUST_LOG` overrides).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
     /// The subcommand.
     #[command(subcommand)]
     pub command: Command,
@@ -44,9 +70,21 @@ pub struct Cli {
 /// The subcommands of `wavecrew`.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Find the agent CLIs on PATH and write a commented wavecrew.toml that uses them.
+    Init(commands::init::InitArgs),
+    /// Make a session from a task file (wavecrew.tasks.toml) and print its folder.
+    New(commands::tasks::NewArgs),
+    /// Run a pipeline in the foreground: a task file, or a session folder.
+    Run(RunArgs),
     /// Explain the schedule before anything runs: check, waves, graph.
     #[command(subcommand)]
     Plan(commands::plan::PlanCommand),
+    /// A session's progress: tasks by state, waves, running attempts, critical path, last records.
+    Status(commands::report::StatusArgs),
+    /// Write every report of a session again (reports/), from its bus and task store.
+    Report(commands::report::ReportArgs),
+    /// Run the demo pipeline on a copy of the embedded demo project.
+    Demo(commands::demo::DemoArgs),
     /// The team message bus (`ccw team` compatible): log, read, list, status, …
     Msg(Box<commands::msg::MsgArgs>),
     /// Validate from evidence, one check at a time: syntax, tests, acceptance.
@@ -55,30 +93,29 @@ pub enum Command {
     /// Try a backend: probe every configured one, or run one attempt.
     #[command(subcommand)]
     Backend(commands::backend::BackendCommand),
-    /// Run a session's whole pipeline in the foreground (= `wavecrew-team run`).
-    Run(RunArgs),
-    /// Run the demo pipeline on a copy of the embedded demo project.
-    Demo(commands::demo::DemoArgs),
-    /// A session's progress: tasks by state, waves, running attempts, critical path, last records.
-    Status(commands::report::StatusArgs),
-    /// Write every report of a session again (reports/), from its bus and task store.
-    Report(commands::report::ReportArgs),
     /// Check wavecrew.toml: every problem names its key.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(commands::shell::CompletionsArgs),
+    /// Print the man page (roff): `wavecrew man > wavecrew.1`.
+    Man,
+    /// Print the JSON Schema of the task file, for editors: `wavecrew schema > wavecrew.tasks.schema.json`.
+    Schema,
 }
 
 /// `wavecrew run` arguments.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The session folder (`.workflow/.team/<session-id>`).
+    /// A task file (`wavecrew.tasks.toml`: its session is made, or resumed when this file made
+    /// it before), or a session folder (`.workflow/.team/<session-id>`).
     pub session: std::path::PathBuf,
     /// Workers at once (default: `[limits] max_parallel`).
     #[arg(long)]
     pub max_parallel: Option<usize>,
     /// What a failed task does to the rest of the pipeline.
-    #[arg(long, value_enum, default_value = "continue")]
-    pub on_failure: team::OnFailureArg,
+    #[arg(long, value_parser = team::failure_policy_parser(), default_value = "continue")]
+    pub on_failure: wavecrew_role_team::FailurePolicy,
     /// Respawns of a task whose worker crashed.
     #[arg(long, default_value_t = 2)]
     pub crash_retries: u32,
@@ -89,6 +126,39 @@ pub struct RunArgs {
     /// Run every task through this backend.
     #[arg(long)]
     pub backend: Option<String>,
+    /// For a task file: the project root the session goes under.
+    #[arg(long, default_value = ".")]
+    pub root: std::path::PathBuf,
+    /// Print one JSON object at the end (counts, failed tasks, report paths); progress and
+    /// the report stay on stderr.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `wavecrew run`: a task file becomes its session first; then the
+/// session runs as `wavecrew-team run` runs it.
+fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit, CliError> {
+    let session = match commands::tasks::session_for_run(&a.session, &a.root) {
+        Ok(s) => s,
+        // Scripts get their one object even when the input is refused.
+        Err(e) if a.json => return commands::tasks::after_run(&a.session, Err(e), true),
+        Err(e) => return Err(e),
+    };
+    if a.json {
+        output::lines_to_stderr();
+    }
+    let result = team::run_command(
+        team::TeamCommand::Run(team::TeamArgs {
+            session: Some(session.clone()),
+            max_parallel: a.max_parallel,
+            on_failure: a.on_failure,
+            crash_retries: a.crash_retries,
+            backend: a.backend,
+            hard_budget: a.hard_budget,
+        }),
+        config,
+    );
+    commands::tasks::after_run(&session, result, a.json)
 }
 
 /// The `wavecrew` binary's main: parse, run, map the outcome to an exit code.
@@ -113,27 +183,25 @@ pub fn wavecrew_main() -> ExitCode {
             _ => {}
         }
     }
-    init_tracing();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return clap_exit(&e),
     };
+    init_tracing_verbose(cli.verbose);
     let result = match cli.command {
         Command::Plan(cmd) => commands::plan::run(cmd),
         Command::Msg(args) => commands::msg::run(&args),
         Command::Check(cmd) => commands::check::run(cmd),
         Command::Backend(cmd) => commands::backend::run(cmd, cli.config.as_deref()),
-        Command::Run(a) => team::run_command(
-            team::TeamCommand::Run(team::TeamArgs {
-                session: Some(a.session),
-                max_parallel: a.max_parallel,
-                on_failure: a.on_failure,
-                crash_retries: a.crash_retries,
-                backend: a.backend,
-                hard_budget: a.hard_budget,
-            }),
-            cli.config.as_deref(),
-        ),
+        Command::Run(a) => run(a, cli.config.as_deref()),
+        Command::Init(a) => commands::init::run(&a),
+        Command::New(a) => commands::tasks::new(&a),
+        Command::Completions(a) => commands::shell::completions(&a),
+        Command::Man => commands::shell::man(),
+        Command::Schema => {
+            output::line(wavecrew_taskfile::schema_text().trim_end());
+            Ok(Exit::Success)
+        }
         Command::Demo(a) => commands::demo::run(&a),
         Command::Status(a) => commands::report::status(&a),
         Command::Report(a) => commands::report::report(&a),
@@ -164,14 +232,29 @@ pub fn finish(result: Result<Exit, CliError>) -> ExitCode {
     }
 }
 
-/// Logs go to stderr, filtered by `WAVECREW_LOG` (default `warn`).
+/// Logs go to stderr, filtered by `RUST_LOG`, else `WAVECREW_LOG`, else
+/// `warn`.
 pub fn init_tracing() {
+    init_tracing_verbose(0);
+}
+
+/// [`init_tracing`] where `-v` flags raise the default level: 1 info,
+/// 2 debug, 3 or more trace. `RUST_LOG` (then `WAVECREW_LOG`) overrides.
+pub fn init_tracing_verbose(verbose: u8) {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("WAVECREW_LOG").unwrap_or_else(|_| EnvFilter::new("warn"));
+    let level = match verbose {
+        0 => "warn",
+        1 => "info",
+        2 => "debug",
+        _ => "trace",
+    };
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_from_env("WAVECREW_LOG"))
+        .unwrap_or_else(|_| EnvFilter::new(level));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .without_time()
-        .with_target(false)
+        .with_target(verbose >= 2)
         .try_init();
 }

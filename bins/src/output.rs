@@ -4,16 +4,35 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Print a line of results on stdout (a broken pipe is ignored).
+static LINES_TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// From now on, [`line()`] writes to stderr: stdout is kept for the one JSON
+/// object of a `--json` command.
+pub fn lines_to_stderr() {
+    LINES_TO_STDERR.store(true, Ordering::Relaxed);
+}
+
+/// Print a line of results on stdout (a broken pipe is ignored), or on
+/// stderr after [`lines_to_stderr`].
 pub fn line(s: &str) {
+    if LINES_TO_STDERR.load(Ordering::Relaxed) {
+        eprintln!("{s}");
+        return;
+    }
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "{s}");
 }
 
 /// Print a value as pretty JSON on stdout.
 pub fn json(v: &serde_json::Value) {
-    line(&serde_json::to_string_pretty(v).unwrap_or_default());
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "{}",
+        serde_json::to_string_pretty(v).unwrap_or_default()
+    );
 }
 
 /// Print `error: <message>` on stderr.

@@ -11,13 +11,12 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use serde_json::Map;
-use wavecrew_core::role::{WorkerOptions, run_worker};
 use wavecrew_core::{ListFilter, NewMessage, TaskStatus, TaskStore};
+use wavecrew_role_kit::{Follow, KitError, RoleSession, run_role};
 use wavecrew_role_planex::{PlanexRole, all_planned};
 
-use crate::exit::{CliError, CmdResult, Exit};
-use crate::output;
-use crate::worker::{SessionContext, WorkerFlags};
+use crate::exit::CmdResult;
+use crate::worker::{WorkerFlags, role_main};
 
 /// `wavecrew-planex` arguments.
 #[derive(Debug, Parser)]
@@ -42,100 +41,70 @@ pub fn planex_main() -> ExitCode {
 
 /// [`planex_main`] with explicit arguments (the program name first).
 pub fn planex_main_from(command_line: Vec<std::ffi::OsString>) -> ExitCode {
-    crate::init_tracing();
-    let args = match PlanexArgs::try_parse_from(command_line) {
-        Ok(a) => a,
-        Err(e) => return crate::clap_exit(&e),
-    };
-    crate::finish(run(&args))
+    role_main(command_line, run)
 }
 
-fn exec_left(store: &dyn TaskStore) -> Result<bool, CliError> {
+fn exec_left(store: &dyn TaskStore) -> Result<bool, KitError> {
     Ok(store.list()?.iter().any(|t| {
         t.id.as_str().starts_with("EXEC-")
             && matches!(t.status, TaskStatus::Pending | TaskStatus::InProgress)
     }))
 }
 
-fn run(args: &PlanexArgs) -> CmdResult {
-    let ctx = SessionContext::open(&args.flags)?;
-    let mut role = PlanexRole::new(ctx.root.clone(), ctx.dir.clone(), ctx.config.clone());
-    role.run_backend.clone_from(&args.flags.backend);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(CliError::internal)?;
-    let options = WorkerOptions {
-        task: ctx.task.clone(),
-        fast_advance: args.flags.fast_advance,
-        ..WorkerOptions::default()
-    };
-    let mut failed = 0;
+/// Between rounds without `--task`: wait for the planner's next wave;
+/// once it has sent `all_planned` and no `EXEC-*` task is left, send
+/// `wave_done` (once) and stop.
+fn follow_planner(
+    session: &RoleSession,
+    idle_timeout: u64,
+) -> impl FnMut(&wavecrew_core::WorkerSummary) -> Result<Follow, KitError> {
     let mut idle_since = Instant::now();
-    loop {
-        let summary = rt.block_on(run_worker(&role, &ctx.store, &*ctx.bus, &options))?;
-        for id in &summary.completed {
-            output::line(&format!("[executor] {} completed", id.as_str()));
-        }
-        failed += summary.failed.len();
-        if let Some(why) = &summary.not_taken {
-            output::error(why);
-            return Ok(Exit::Failed);
-        }
-        if options.task.is_some() {
-            break;
-        }
+    move |summary| {
+        let bus = &session.ctx.bus;
         if !summary.completed.is_empty() || !summary.failed.is_empty() {
             idle_since = Instant::now();
         }
-        let planner = ctx
-            .bus
-            .list(&ListFilter {
-                from: Some("planner".into()),
-                kind: Some("all_planned".into()),
+        let planner = bus.list(&ListFilter {
+            from: Some("planner".into()),
+            kind: Some("all_planned".into()),
+            last: 1,
+            ..ListFilter::default()
+        })?;
+        if all_planned(&planner.messages) && !exec_left(&session.store)? {
+            let sent = bus.list(&ListFilter {
+                from: Some("executor".into()),
+                kind: Some("wave_done".into()),
                 last: 1,
                 ..ListFilter::default()
-            })
-            .map_err(CliError::internal)?;
-        if all_planned(&planner.messages) && !exec_left(&ctx.store)? {
-            let sent = ctx
-                .bus
-                .list(&ListFilter {
-                    from: Some("executor".into()),
-                    kind: Some("wave_done".into()),
-                    last: 1,
-                    ..ListFilter::default()
-                })
-                .map_err(CliError::internal)?;
+            })?;
             if sent.total == 0 {
-                ctx.bus
-                    .log(NewMessage {
-                        from: "executor".into(),
-                        to: Some("planner".into()),
-                        kind: Some("wave_done".into()),
-                        summary: Some(
-                            "[executor] All Tasks Done: every planned EXEC task is finished".into(),
-                        ),
-                        data: Some(Map::new()),
-                        reference: None,
-                    })
-                    .map_err(CliError::internal)?;
+                bus.log(NewMessage {
+                    from: "executor".into(),
+                    to: Some("planner".into()),
+                    kind: Some("wave_done".into()),
+                    summary: Some(
+                        "[executor] All Tasks Done: every planned EXEC task is finished".into(),
+                    ),
+                    data: Some(Map::new()),
+                    reference: None,
+                })?;
             }
-            break;
+            return Ok(Follow::Stop);
         }
-        if idle_since.elapsed() > Duration::from_secs(args.idle_timeout) {
-            output::error(&format!(
-                "no new EXEC task and no `all_planned` from the planner in {} s; stopping",
-                args.idle_timeout
-            ));
-            return Ok(Exit::Failed);
+        if idle_since.elapsed() > Duration::from_secs(idle_timeout) {
+            return Ok(Follow::GiveUp(format!(
+                "no new EXEC task and no `all_planned` from the planner in {idle_timeout} s; stopping"
+            )));
         }
         std::thread::sleep(Duration::from_millis(300));
+        Ok(Follow::Again)
     }
-    Ok(if failed == 0 {
-        Exit::Success
-    } else {
-        Exit::Failed
-    })
+}
+
+fn run(args: &PlanexArgs) -> CmdResult {
+    let session = args.flags.open()?;
+    let role = PlanexRole::new(session.ctx.clone());
+    let options = args.flags.options(&session);
+    let follow = follow_planner(&session, args.idle_timeout);
+    Ok(run_role(&session, &role, &options, follow)?.into())
 }

@@ -7,12 +7,12 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use wavecrew_core::role::{WorkerOptions, run_worker};
+use wavecrew_role_kit::run::stop;
+use wavecrew_role_kit::run_role;
 use wavecrew_role_roadmap::RoadmapRole;
 
-use crate::exit::{CliError, CmdResult, Exit};
-use crate::output;
-use crate::worker::{SessionContext, WorkerFlags};
+use crate::exit::CmdResult;
+use crate::worker::{WorkerFlags, role_main};
 
 /// `wavecrew-roadmap` arguments.
 #[derive(Debug, Parser)]
@@ -30,60 +30,24 @@ pub struct RoadmapArgs {
     pub max_parallel: Option<usize>,
 }
 
-/// The test executor's main.
+/// The roadmap executor's main.
 pub fn roadmap_main() -> ExitCode {
     roadmap_main_from(std::env::args_os().collect())
 }
 
 /// [`roadmap_main`] with explicit arguments (the program name first).
 pub fn roadmap_main_from(command_line: Vec<std::ffi::OsString>) -> ExitCode {
-    crate::init_tracing();
-    let args = match RoadmapArgs::try_parse_from(command_line) {
-        Ok(a) => a,
-        Err(e) => return crate::clap_exit(&e),
-    };
-    crate::finish(run(&args))
+    role_main(command_line, run)
 }
 
 fn run(args: &RoadmapArgs) -> CmdResult {
-    let ctx = SessionContext::open(&args.flags)?;
+    let session = args.flags.open()?;
     let role = RoadmapRole {
-        project_root: ctx.root.clone(),
-        session_dir: ctx.dir.clone(),
-        config: ctx.config.clone(),
-        bus: ctx.bus.clone(),
-        run_backend: args.flags.backend.clone(),
-        max_parallel: args.max_parallel.unwrap_or(ctx.config.limits.max_parallel),
+        max_parallel: args
+            .max_parallel
+            .unwrap_or(session.ctx.config.limits.max_parallel),
+        ctx: session.ctx.clone(),
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(CliError::internal)?;
-    let options = WorkerOptions {
-        task: ctx.task.clone(),
-        fast_advance: args.flags.fast_advance,
-        ..WorkerOptions::default()
-    };
-    let summary = rt.block_on(run_worker(&role, &ctx.store, &*ctx.bus, &options))?;
-    for id in &summary.completed {
-        output::line(&format!("[executor] {} completed", id.as_str()));
-    }
-    for id in &summary.failed {
-        let why = wavecrew_core::TaskStore::get(&ctx.store, id)
-            .ok()
-            .and_then(|t| t.result)
-            .and_then(|r| r.get("error").and_then(|e| e.as_str()).map(str::to_owned))
-            .unwrap_or_default();
-        output::error(&format!("[executor] {} failed: {why}", id.as_str()));
-    }
-    if let Some(why) = &summary.not_taken {
-        output::error(why);
-        return Ok(Exit::Failed);
-    }
-    Ok(if summary.failed.is_empty() {
-        Exit::Success
-    } else {
-        Exit::Failed
-    })
+    let options = args.flags.options(&session);
+    Ok(run_role(&session, &role, &options, stop)?.into())
 }

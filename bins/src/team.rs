@@ -17,18 +17,20 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::sync::Arc;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use wavecrew_backends::config::Config;
-use wavecrew_core::role::{WorkerOptions, run_worker};
+use wavecrew_core::role::WorkerOptions;
 use wavecrew_core::store::LeasePolicy;
-use wavecrew_core::{FileTaskStore, SessionStatus, TaskId, TaskStore};
+use wavecrew_core::{FileTaskStore, TaskStore};
 use wavecrew_msgbus::{Bus, Durability, KeyUse};
+use wavecrew_role_kit::run::stop;
+use wavecrew_role_kit::{OpenSpec, RoleSession, run_role};
 use wavecrew_role_team::agent_role::AgentRole;
-use wavecrew_role_team::reconcile::{reconcile, write_session};
-use wavecrew_role_team::report::{banner, check_text};
-use wavecrew_role_team::{OnFailure, Progress, RunEnd, Team, TeamOptions, ValidSession};
+use wavecrew_role_team::reconcile::reconcile;
+use wavecrew_role_team::report::check_text;
+use wavecrew_role_team::{FailurePolicy, Progress, RunEnd, Team, TeamOptions, ValidSession};
 
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
@@ -72,13 +74,20 @@ pub struct SessionArg {
     pub session: Option<PathBuf>,
 }
 
-/// After a task fails.
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum OnFailureArg {
-    /// Skip its dependents, run the rest.
-    Continue,
-    /// Start nothing new.
-    Stop,
+/// `--on-failure`: the scheduler's [`FailurePolicy`], parsed from its name.
+pub fn failure_policy_parser() -> impl clap::builder::TypedValueParser<Value = FailurePolicy> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(FailurePolicy::ALL.map(|p| {
+        clap::builder::PossibleValue::new(p.name()).help(match p {
+            FailurePolicy::Continue => "Skip its dependents, run the rest",
+            FailurePolicy::Stop => "Start nothing new",
+            FailurePolicy::Always => "Run its dependents anyway",
+        })
+    }))
+    .map(|s| {
+        s.parse::<FailurePolicy>()
+            .expect("clap admits only the policies' names")
+    })
 }
 
 /// Options of `start`, `resume` and `run`.
@@ -91,8 +100,8 @@ pub struct TeamArgs {
     #[arg(long)]
     pub max_parallel: Option<usize>,
     /// What a failed task does to the rest of the pipeline.
-    #[arg(long, value_enum, default_value = "continue")]
-    pub on_failure: OnFailureArg,
+    #[arg(long, value_parser = failure_policy_parser(), default_value = "continue")]
+    pub on_failure: FailurePolicy,
     /// Respawns of a task whose worker crashed.
     #[arg(long, default_value_t = 2)]
     pub crash_retries: u32,
@@ -120,6 +129,13 @@ pub struct WorkerArgs {
     /// Run it through this backend.
     #[arg(long)]
     pub backend: Option<String>,
+    /// Then take the one successor of the role it unblocked.
+    #[arg(long)]
+    pub fast_advance: bool,
+    /// The run's failure policy: with `always`, a task whose blockers
+    /// ended (failed ones included) may be taken.
+    #[arg(long, value_parser = failure_policy_parser(), default_value = "continue")]
+    pub on_failure: FailurePolicy,
 }
 
 /// `wavecrew-team`'s main.
@@ -150,9 +166,8 @@ pub fn run_command(command: TeamCommand, config: Option<&Path>) -> CmdResult {
 
 struct Opened {
     valid: ValidSession,
-    root: PathBuf,
-    store: FileTaskStore,
-    bus: Bus,
+    store: Arc<FileTaskStore>,
+    bus: Arc<Bus>,
     config: Config,
 }
 
@@ -171,7 +186,7 @@ fn open(session: Option<&Path>, config: Option<&Path>) -> Result<Opened, CliErro
     })?;
     let valid = ValidSession { dir, ..valid };
     let config = Config::discover(&root, config).map_err(CliError::bad_input)?;
-    let store = FileTaskStore::for_session(&valid.dir);
+    let store = Arc::new(FileTaskStore::for_session(&valid.dir));
     let (bus, _) = Bus::open(
         &root,
         valid.session.session_id.as_str(),
@@ -179,9 +194,9 @@ fn open(session: Option<&Path>, config: Option<&Path>) -> Result<Opened, CliErro
         Durability::Batch,
     )
     .map_err(CliError::internal)?;
+    let bus = Arc::new(bus);
     Ok(Opened {
         valid,
-        root,
         store,
         bus,
         config,
@@ -202,13 +217,11 @@ fn options(args: &TeamArgs, opened: &Opened, config_file: Option<&Path>) -> Team
             .max_parallel
             .unwrap_or(opened.config.limits.max_parallel)
             .max(1),
-        on_failure: match args.on_failure {
-            OnFailureArg::Continue => OnFailure::Continue,
-            OnFailureArg::Stop => OnFailure::Stop,
-        },
+        on_failure: args.on_failure,
         crash_retries: args.crash_retries,
         backend: args.backend.clone(),
         config_file: config_file.map(Path::to_owned),
+        config: opened.config.clone(),
         ..TeamOptions::default()
     }
 }
@@ -216,8 +229,8 @@ fn options(args: &TeamArgs, opened: &Opened, config_file: Option<&Path>) -> Team
 fn prepare(opened: &mut Opened) -> Result<(), CliError> {
     let r = reconcile(
         &mut opened.valid,
-        &opened.store,
-        &opened.bus,
+        &*opened.store,
+        &*opened.bus,
         &LeasePolicy::default(),
     )?;
     for id in &r.created {
@@ -239,7 +252,12 @@ fn spawn_and_stop(args: &TeamArgs, config: Option<&Path>, resume: bool) -> CmdRe
     let options = options(args, &opened, config);
     let rt = runtime()?;
     let _guard = rt.enter();
-    let mut team = Team::new(opened.valid.clone(), &opened.store, &opened.bus, options);
+    let mut team = Team::new(
+        opened.valid.clone(),
+        opened.store.clone(),
+        opened.bus.clone(),
+        options,
+    );
     let started = if resume {
         team.resume()?
     } else {
@@ -272,67 +290,43 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
     crate::budget::set_hard_budget(&opened.config, &opened.valid.dir, args.hard_budget);
     let options = options(args, &opened, config);
     let rt = runtime()?;
-    let started = Instant::now();
     let total = opened.store.list()?.len();
     let session_dir = opened.valid.dir.clone();
     let live_bar = output::live_progress(total);
     let bar = live_bar.clone();
+    let mut team = Team::new(
+        opened.valid.clone(),
+        opened.store.clone(),
+        opened.bus.clone(),
+        options,
+    );
+    team.on_progress = Arc::new(move |p| progress_line(bar.as_ref(), &session_dir, p));
     let end = rt.block_on(async {
-        let mut team = Team::new(opened.valid.clone(), &opened.store, &opened.bus, options);
-        team.on_progress = Box::new(move |p| {
-            let line = match p {
-                Progress::Spawned { task, role, pid } => {
-                    format!("{} started ({role}, pid {pid})", task.as_str())
-                }
-                Progress::Finished { task, status } => {
-                    let mut l = format!("{} {}", task.as_str(), status.as_str());
-                    if *status == wavecrew_core::TaskStatus::Failed {
-                        let _ = write!(
-                            l,
-                            " (see {}/workers/{}.log and {}/attempts/{}/)",
-                            session_dir.display(),
-                            task.as_str(),
-                            session_dir.display(),
-                            task.as_str()
-                        );
-                    }
-                    l
-                }
-                Progress::Crashed { task, crashes } => {
-                    format!("{} worker crashed ({crashes}); retrying", task.as_str())
-                }
-                Progress::Totals {
-                    done,
-                    total,
-                    running,
-                } => format!("progress {done}/{total} done, {running} running"),
-            };
-            match (&bar, p) {
-                (Some(bar), Progress::Totals { done, running, .. }) => {
-                    bar.set_position(u64::try_from(*done).unwrap_or(0));
-                    bar.set_message(format!("{running} running"));
-                }
-                (Some(bar), _) => bar.println(format!("[{}] {line}", clock())),
-                (None, _) => output::progress(&format!("[{}] {line}", clock())),
-            }
-        });
-        let end = tokio::select! {
+        tokio::select! {
             end = team.run() => Some(end),
             _ = tokio::signal::ctrl_c() => None,
-        };
-        (end, team.valid.clone())
+        }
     });
     if let Some(bar) = &live_bar {
         bar.finish_and_clear();
     }
-    let (end, mut valid) = end;
     let Some(end) = end else {
         output::error("interrupted: resume with `wavecrew run` on the same session");
         return Ok(Exit::Interrupted);
     };
     let end = end?;
-    let tasks = opened.store.list()?;
-    let elapsed = started.elapsed();
+    let finished = team.finish(&end)?;
+    let dir = team.valid.dir.display().to_string();
+    let reports_ok = match &finished.reports {
+        Ok(reports) => {
+            output::progress(&format!("reports written to {}", reports.display()));
+            true
+        }
+        Err(e) => {
+            output::error(&format!("the reports could not be written: {e}"));
+            false
+        }
+    };
     match &end {
         RunEnd::Stalled { stuck } => {
             output::error(
@@ -341,8 +335,6 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
             for (id, why) in stuck {
                 output::error(&format!("  {}: {why}", id.as_str()));
             }
-            write_session(&mut valid, &tasks)?;
-            let _ = wavecrew_report::write_reports(&valid.dir);
             return Ok(Exit::Failed);
         }
         RunEnd::Paused { task, reason } => {
@@ -350,62 +342,75 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
                 "paused: the consensus on {task} is still blocked after its revision: {reason}"
             ));
             output::error("decide, then resume with `wavecrew run` on the same session");
-            valid.session.status = SessionStatus::Paused;
-            valid.session.active_workers.clear();
-            write_session(&mut valid, &tasks)?;
-            let _ = wavecrew_report::write_reports(&valid.dir);
             return Ok(Exit::Failed);
         }
-        RunEnd::Complete => valid.session.status = SessionStatus::Completed,
-        RunEnd::Failed { .. } => {}
+        RunEnd::Complete | RunEnd::Failed { .. } => {}
     }
-    valid.session.active_workers.clear();
-    write_session(&mut valid, &tasks)?;
-    match wavecrew_report::write_reports(&valid.dir) {
-        Ok(files) => {
-            if let Some(f) = files.iter().find(|f| f.ends_with("summary.md")) {
-                output::progress(&format!(
-                    "reports written to {}",
-                    f.parent().unwrap_or(f).display()
-                ));
-            }
-        }
-        Err(e) => output::warning(&format!("the reports could not be written: {e}")),
-    }
-    output::line(banner(&valid, &tasks, elapsed).trim_end());
+    output::line(finished.banner.trim_end());
     // Failures once more, with where to look.
-    for t in tasks
-        .iter()
-        .filter(|t| t.status == wavecrew_core::TaskStatus::Failed)
-    {
-        let why = t
-            .result
-            .as_ref()
-            .and_then(|r| r.get("error"))
-            .and_then(|e| e.as_str())
-            .unwrap_or("no error recorded");
+    for (id, why) in &finished.failures {
+        let id = id.as_str();
         output::error(&format!(
-            "{} failed: {why}\n  look at {}/attempts/{}/ and {}/workers/{}.log",
-            t.id.as_str(),
-            valid.dir.display(),
-            t.id.as_str(),
-            valid.dir.display(),
-            t.id.as_str()
+            "{id} failed: {why}\n  look at {dir}/attempts/{id}/ and {dir}/workers/{id}.log"
         ));
     }
-    if crate::budget::report_verdict(&valid.dir) {
+    if crate::budget::report_verdict(&team.valid.dir) {
         return Ok(Exit::Failed);
     }
     Ok(match end {
-        RunEnd::Complete => Exit::Success,
+        RunEnd::Complete if reports_ok => Exit::Success,
+        RunEnd::Complete => Exit::Internal,
         _ => Exit::Failed,
     })
 }
 
+/// One progress line: on the live bar (a terminal), else a timestamped
+/// line on stderr.
+fn progress_line(bar: Option<&indicatif::ProgressBar>, session_dir: &Path, p: &Progress) {
+    let line = match p {
+        Progress::Spawned { task, role, pid } => {
+            format!("{} started ({role}, pid {pid})", task.as_str())
+        }
+        Progress::Finished { task, status } => {
+            let mut l = format!("{} {}", task.as_str(), status.as_str());
+            if *status == wavecrew_core::TaskStatus::Failed {
+                let _ = write!(
+                    l,
+                    " (see {}/workers/{}.log and {}/attempts/{}/)",
+                    session_dir.display(),
+                    task.as_str(),
+                    session_dir.display(),
+                    task.as_str()
+                );
+            }
+            l
+        }
+        Progress::Crashed { task, crashes } => {
+            format!("{} worker crashed ({crashes}); retrying", task.as_str())
+        }
+        Progress::Totals {
+            done,
+            total,
+            running,
+        } => format!("progress {done}/{total} done, {running} running"),
+    };
+    match (bar, p) {
+        (Some(bar), Progress::Totals { done, running, .. }) => {
+            bar.set_position(u64::try_from(*done).unwrap_or(0));
+            bar.set_message(format!("{running} running"));
+        }
+        (Some(bar), _) => bar.println(format!("[{}] {line}", clock())),
+        (None, _) => output::progress(&format!("[{}] {line}", clock())),
+    }
+}
+
 fn worker(args: &WorkerArgs, config: Option<&Path>) -> CmdResult {
-    let opened = open(Some(&args.session), config)?;
-    let role = opened
-        .valid
+    let valid = wavecrew_role_team::validate(Some(&args.session)).map_err(|e| {
+        CliError::bad_input(anyhow::anyhow!(
+            "{e}\nhint: re-run team-coordinate to regenerate the session"
+        ))
+    })?;
+    let role = valid
         .session
         .roles
         .iter()
@@ -416,32 +421,26 @@ fn worker(args: &WorkerArgs, config: Option<&Path>) -> CmdResult {
                 args.role
             ))
         })?;
-    let role_file = opened.valid.dir.join(role.instructions_path());
-    let mut agent = AgentRole::new(
+    let role_file = valid.dir.join(role.instructions_path());
+    let session = RoleSession::open(&OpenSpec {
+        config,
+        task: Some(&args.task),
+        backend: args.backend.clone(),
+        bus_key: Some(valid.session.session_id.as_str()),
+        ..OpenSpec::session(&valid.dir)
+    })?;
+    let agent = AgentRole::new(
         role.name.as_str(),
         &role.prefix,
         &role_file,
-        opened.root.clone(),
-        opened.valid.dir.clone(),
-        opened.config.clone(),
+        session.ctx.clone(),
     )
     .map_err(|e| CliError::bad_input(anyhow::anyhow!("{}: {e}", role_file.display())))?;
-    agent.run_backend.clone_from(&args.backend);
-    let task = TaskId::new(args.task.clone())?;
-    let rt = runtime()?;
     let options = WorkerOptions {
-        task: Some(task),
-        fast_advance: true,
+        task: session.task.clone(),
+        fast_advance: args.fast_advance,
+        blockers: crate::worker::blocker_rule(args.on_failure),
         ..WorkerOptions::default()
     };
-    let summary = rt.block_on(run_worker(&agent, &opened.store, &opened.bus, &options))?;
-    if let Some(why) = &summary.not_taken {
-        output::error(why);
-        return Ok(Exit::Failed);
-    }
-    Ok(if summary.failed.is_empty() {
-        Exit::Success
-    } else {
-        Exit::Failed
-    })
+    Ok(run_role(&session, &agent, &options, stop)?.into())
 }

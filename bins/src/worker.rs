@@ -1,16 +1,18 @@
-//! What every role binary does before its role runs: open the session
-//! folder (validated id, project root above it), `wavecrew.toml`, the task
-//! store and the bus; and the common flags.
+//! What every role binary shares: the common flags, and the one generic
+//! main (parse the flags, open the session through the role kit, run the
+//! role with `wavecrew_role_kit::run_role`, map the outcome to an exit code:
+//! 0 every task taken completed, 1 one failed or the named task could not be
+//! taken, 2 bad input, 4 an internal error).
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
 
-use clap::Args;
-use wavecrew_backends::config::Config;
-use wavecrew_core::{FileTaskStore, SessionId, TaskId};
-use wavecrew_msgbus::{Bus, Durability, KeyUse};
+use clap::{Args, Parser};
+use wavecrew_core::role::WorkerOptions;
+use wavecrew_role_kit::{KitError, OpenSpec, RoleExit, RoleSession};
 
-use crate::exit::CliError;
+use crate::exit::{CliError, CmdResult, Exit};
 
 /// The flags of every role binary.
 #[derive(Debug, Args)]
@@ -30,70 +32,71 @@ pub struct WorkerFlags {
     /// With `--task`: then take the one successor of the role it unblocked.
     #[arg(long)]
     pub fast_advance: bool,
+    /// The run's failure policy: with `always`, a task whose blockers
+    /// ended (failed ones included) may be taken.
+    #[arg(long, value_parser = crate::team::failure_policy_parser(), default_value = "continue")]
+    pub on_failure: wavecrew_role_team::FailurePolicy,
 }
 
-/// An opened session.
-pub struct SessionContext {
-    /// The session folder (canonical).
-    pub dir: PathBuf,
-    /// The project root.
-    pub root: PathBuf,
-    /// The session id (the folder's name).
-    pub id: SessionId,
-    /// `wavecrew.toml`.
-    pub config: Config,
-    /// The task store.
-    pub store: FileTaskStore,
-    /// The bus.
-    pub bus: Arc<Bus>,
-    /// `--task`, validated.
-    pub task: Option<TaskId>,
+/// The claim rule of a run's failure policy.
+pub fn blocker_rule(policy: wavecrew_role_team::FailurePolicy) -> wavecrew_core::BlockerRule {
+    match policy {
+        wavecrew_role_team::FailurePolicy::Always => wavecrew_core::BlockerRule::Ended,
+        _ => wavecrew_core::BlockerRule::Completed,
+    }
 }
 
-impl SessionContext {
-    /// Open the session named by the flags.
-    pub fn open(flags: &WorkerFlags) -> Result<Self, CliError> {
-        Self::open_dir(
-            &flags.session,
-            flags.config.as_deref(),
-            flags.task.as_deref(),
-        )
+impl WorkerFlags {
+    /// Open the session the flags name.
+    pub fn open(&self) -> Result<RoleSession, CliError> {
+        Ok(RoleSession::open(&OpenSpec {
+            config: self.config.as_deref(),
+            task: self.task.as_deref(),
+            backend: self.backend.clone(),
+            ..OpenSpec::session(&self.session)
+        })?)
     }
 
-    /// Open a session folder.
-    pub fn open_dir(
-        session: &Path,
-        config: Option<&Path>,
-        task: Option<&str>,
-    ) -> Result<Self, CliError> {
-        let dir = session.canonicalize().map_err(|e| {
-            CliError::bad_input(anyhow::anyhow!("--session {}: {e}", session.display()))
-        })?;
-        let name = dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_owned();
-        let id = SessionId::new(name)?;
-        let root = wavecrew_core::source::project_root(&dir).ok_or_else(|| {
-            CliError::bad_input(anyhow::anyhow!(
-                "--session {}: not inside a project (no .workflow folder above it)",
-                session.display()
-            ))
-        })?;
-        let config = Config::discover(&root, config).map_err(CliError::bad_input)?;
-        let task = task.map(TaskId::new).transpose()?;
-        let store = FileTaskStore::for_session(&dir);
-        let (bus, _) = Bus::open(&root, id.as_str(), KeyUse::Write, Durability::Batch)
-            .map_err(CliError::internal)?;
-        Ok(SessionContext {
-            dir,
-            root,
-            id,
-            config,
-            store,
-            bus: Arc::new(bus),
-            task,
-        })
+    /// The worker loop's options for an opened session.
+    pub fn options(&self, session: &RoleSession) -> WorkerOptions {
+        WorkerOptions {
+            task: session.task.clone(),
+            fast_advance: self.fast_advance,
+            blockers: blocker_rule(self.on_failure),
+            ..WorkerOptions::default()
+        }
     }
+}
+
+impl From<KitError> for CliError {
+    fn from(e: KitError) -> Self {
+        if e.is_bad_input() {
+            CliError::bad_input(e)
+        } else {
+            CliError::internal(e)
+        }
+    }
+}
+
+impl From<RoleExit> for Exit {
+    fn from(e: RoleExit) -> Exit {
+        match e {
+            RoleExit::Completed => Exit::Success,
+            RoleExit::Failed => Exit::Failed,
+        }
+    }
+}
+
+/// The main of a role binary: parse `A` from `command_line` (the program
+/// name first), run, print the error if any, exit with its code.
+pub fn role_main<A: Parser>(
+    command_line: Vec<OsString>,
+    run: impl FnOnce(&A) -> CmdResult,
+) -> ExitCode {
+    crate::init_tracing();
+    let args = match A::try_parse_from(command_line) {
+        Ok(a) => a,
+        Err(e) => return crate::clap_exit(&e),
+    };
+    crate::finish(run(&args))
 }

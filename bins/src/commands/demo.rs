@@ -14,7 +14,7 @@ use clap::Args;
 
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
-use crate::team::{OnFailureArg, TeamArgs, TeamCommand};
+use crate::team::{TeamArgs, TeamCommand};
 
 /// The demo's files, relative to its root.
 pub const FILES: &[(&str, &str)] = &[
@@ -233,7 +233,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         TeamCommand::Run(TeamArgs {
             session: Some(session),
             max_parallel: args.max_parallel,
-            on_failure: OnFailureArg::Continue,
+            on_failure: wavecrew_role_team::FailurePolicy::Continue,
             crash_retries: 2,
             backend: None,
             hard_budget: false,

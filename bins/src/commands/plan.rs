@@ -31,7 +31,8 @@ pub enum PlanCommand {
 /// The input and options every `plan` subcommand takes.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// A session folder, a task folder (seed 000 or roadmap `.task/`), or a plan file.
+    /// A task file (`wavecrew.tasks.toml`), a session folder, a task folder (seed 000 or
+    /// roadmap `.task/`), or a plan file.
     pub input: PathBuf,
     /// Print machine-readable JSON on stdout.
     #[arg(long)]
@@ -45,7 +46,8 @@ pub struct PlanArgs {
 /// `wavecrew plan graph` arguments.
 #[derive(Debug, Args)]
 pub struct GraphArgs {
-    /// A session folder, a task folder (seed 000 or roadmap `.task/`), or a plan file.
+    /// A task file (`wavecrew.tasks.toml`), a session folder, a task folder (seed 000 or
+    /// roadmap `.task/`), or a plan file.
     pub input: PathBuf,
     /// The output format.
     #[arg(long, value_enum, default_value_t = GraphFormat::Dot)]
@@ -100,7 +102,11 @@ struct Built {
 }
 
 fn build(input: &std::path::Path, policy: CyclePolicyArg) -> Result<Built, CliError> {
-    let loaded = source::load(input)?;
+    let loaded = if super::tasks::is_task_file(input) {
+        super::tasks::load_for_plan(input)?
+    } else {
+        source::load(input)?
+    };
     for w in &loaded.warnings {
         output::warning(w);
     }

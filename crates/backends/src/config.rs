@@ -13,6 +13,9 @@
 //! stall_timeout_secs = 300   # no output for this long: killed
 //! max_parallel = 4           # attempts at once, all backends together
 //!
+//! [limits.roles]             # tasks of a role at once, within max_parallel
+//! reviewer = 1
+//!
 //! [aliases]                  # the seeds' names → any backend
 //! agent = "mine"
 //!
@@ -263,6 +266,9 @@ pub struct LimitsConfig {
     pub max_parallel: usize,
     /// A private `HOME`/`TMPDIR` per attempt, for every backend.
     pub isolate_home: bool,
+    /// `[limits.roles]`: at most this many tasks of a role at once
+    /// (`developer = 2`), within `max_parallel`.
+    pub roles: BTreeMap<String, usize>,
 }
 
 impl Default for LimitsConfig {
@@ -274,6 +280,7 @@ impl Default for LimitsConfig {
             grace_secs: d.grace.as_secs(),
             max_parallel: 4,
             isolate_home: false,
+            roles: BTreeMap::new(),
         }
     }
 }
@@ -460,6 +467,14 @@ impl Config {
                 "limits.max_parallel".into(),
                 "expected at least 1".into(),
             ));
+        }
+        for (role, limit) in &self.limits.roles {
+            if *limit == 0 {
+                return Err(invalid(
+                    format!("limits.roles.{role}"),
+                    "expected at least 1".into(),
+                ));
+            }
         }
         for (name, spec) in &self.backends {
             let key = |k: &str| format!("backends.{name}.{k}");

@@ -207,6 +207,13 @@ pub async fn probe(backend: &ResolvedBackend, cwd: &std::path::Path) -> Probe {
                 format!("`{program}` is not on PATH")
             });
         }
+        Some(path) if backend.kind == crate::config::Kind::Command => {
+            // A command need not understand `--version` (and may do
+            // something else with it): it is available when it is there,
+            // and probing it costs no process.
+            result.path = Some(path);
+            result.available = true;
+        }
         Some(path) => {
             result.path = Some(path.clone());
             let mut spawn = Spawn::new(&path, &["--version"], cwd);
@@ -227,17 +234,6 @@ pub async fn probe(backend: &ResolvedBackend, cwd: &std::path::Path) -> Probe {
                         .map(str::trim)
                         .find(|l| !l.is_empty())
                         .map(str::to_owned);
-                }
-                Ended::Exited { code, signal } if backend.kind == crate::config::Kind::Command => {
-                    // A command need not understand --version: it is there.
-                    result.available = true;
-                    result.reason = Some(format!(
-                        "`--version` ended with {}",
-                        code.map_or_else(
-                            || format!("signal {signal:?}"),
-                            |c| format!("exit code {c}")
-                        )
-                    ));
                 }
                 Ended::Exited { code, .. } => {
                     result.reason = Some(format!(

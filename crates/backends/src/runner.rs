@@ -319,6 +319,14 @@ impl Backend for CliBackend {
             files_changed,
             duration_ms: u64::try_from(supervised.duration.as_millis()).unwrap_or(u64::MAX),
         };
+        tracing::info!(
+            task = %request.task_id,
+            backend = %name,
+            outcome = ?outcome.outcome,
+            exit_code = ?outcome.exit_code,
+            files_changed = outcome.files_changed.len(),
+            "attempt ended"
+        );
         for file in ["stdout.log", "stderr.log", "session.json"] {
             let _ = redactor.redact_file(&dir.join(file));
         }

@@ -215,6 +215,13 @@ pub async fn supervise_until(
             return result;
         }
     };
+    tracing::debug!(
+        program = %spawn.program.display(),
+        args = spawn.args.len(),
+        cwd = %spawn.cwd.display(),
+        pid = child.id(),
+        "agent process started"
+    );
     let pgid = Pid::from_raw(
         child
             .id()
@@ -305,6 +312,12 @@ pub async fn supervise_until(
         (None, Some(Err(e))) => Ended::SpawnFailed(format!("waiting for the child: {e}")),
         (None, None) => Ended::SpawnFailed("the child vanished".into()),
     };
+    tracing::debug!(
+        program = %spawn.program.display(),
+        ended = ?result.ended,
+        duration_ms = u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),
+        "agent process ended"
+    );
     result
 }
 

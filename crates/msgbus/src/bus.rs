@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
-use wavecrew_core::{BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
+use wavecrew_core::{BusCursor, BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
 
 use crate::error::{BusError, Result};
 use crate::log::{Durability, LogFile};
@@ -96,6 +96,7 @@ impl Bus {
         let build = Self::complete(message)?;
         let mut guard = self.log.lock()?;
         let record = self.log.append_locked(&mut guard, build)?;
+        tracing::trace!(id = %record.id, from = %record.from, to = %record.to, kind = %record.kind, "bus record");
         if record.kind == "state_update"
             && let Some(data) = &record.data
         {
@@ -339,6 +340,20 @@ impl MessageBus for Bus {
 
     fn get_state(&self, role: Option<&str>) -> Result<Option<Value>> {
         Bus::get_state(self, role)
+    }
+
+    fn since(&self, cursor: BusCursor) -> Result<(Vec<BusMessage>, BusCursor)> {
+        let mut follower = self.follow(cursor.0);
+        let records = follower.poll_now()?;
+        Ok((records, BusCursor(follower.offset())))
+    }
+
+    fn update_state(
+        &self,
+        message: NewMessage,
+        update: wavecrew_core::bus::StateUpdate<'_>,
+    ) -> Result<BusMessage> {
+        Bus::update_state(self, message, update)
     }
 }
 

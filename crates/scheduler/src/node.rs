@@ -49,6 +49,10 @@ pub struct TaskNode {
     /// A class such as a backend name, for per-class limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+    /// Further classes the task belongs to (its role beside its backend,
+    /// say): a task takes one slot of every limited class it is in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub more_classes: Vec<String>,
     /// Files the task declares it will touch. Two tasks whose files overlap
     /// (the same path, or one path inside the other's folder) never run at
     /// the same time.
@@ -75,6 +79,7 @@ impl TaskNode {
             estimate: DEFAULT_ESTIMATE,
             weight: 1,
             class: None,
+            more_classes: Vec::new(),
             files: Vec::new(),
         }
     }
@@ -105,6 +110,23 @@ impl TaskNode {
     pub fn with_class(mut self, class: impl Into<String>) -> Self {
         self.class = Some(class.into());
         self
+    }
+
+    /// Add a further class (for per-class limits): a task in several
+    /// limited classes runs only when each of them has a free slot.
+    #[must_use]
+    pub fn with_more_class(mut self, class: impl Into<String>) -> Self {
+        self.more_classes.push(class.into());
+        self
+    }
+
+    /// Every class of the task: [`TaskNode::class`], then
+    /// [`TaskNode::more_classes`].
+    pub fn classes(&self) -> impl Iterator<Item = &str> + '_ {
+        self.class
+            .as_deref()
+            .into_iter()
+            .chain(self.more_classes.iter().map(String::as_str))
     }
 
     /// Set the files the task declares.
@@ -143,6 +165,11 @@ mod tests {
         assert_eq!(n.effective_weight(), 1);
         assert_eq!(n.class.as_deref(), Some("gemini"));
         assert_eq!(n.files, ["a", "b"]);
+        let n = n.with_more_class("role:developer");
+        assert_eq!(
+            n.classes().collect::<Vec<_>>(),
+            ["gemini", "role:developer"]
+        );
     }
 
     #[test]

@@ -242,6 +242,12 @@ pub async fn run(cmd: &Cmd) -> Output {
             .and_then(|id| i32::try_from(id).ok())
             .unwrap_or(0),
     );
+    tracing::debug!(
+        program = %cmd.program.to_string_lossy(),
+        args = ?cmd.args,
+        cwd = %cmd.cwd.display(),
+        "check started"
+    );
     let out = tokio::spawn(drain(child.stdout.take()));
     let err = tokio::spawn(drain(child.stderr.take()));
     let ended = match tokio::time::timeout(cmd.timeout, child.wait()).await {
@@ -272,6 +278,11 @@ pub async fn run(cmd: &Cmd) -> Output {
         bytes: Vec::new(),
         cut: false,
     });
+    tracing::debug!(
+        program = %cmd.program.to_string_lossy(),
+        ended = ?ended,
+        "check ended"
+    );
     Output {
         ended,
         stdout: String::from_utf8_lossy(&out.bytes).into_owned(),

@@ -126,6 +126,66 @@ pub trait MessageBus: Send + Sync {
     fn list(&self, filter: &ListFilter) -> Result<ListResult, Self::Error>;
     /// The shared state of one role (`role_state[role]`), or all of it.
     fn get_state(&self, role: Option<&str>) -> Result<Option<Value>, Self::Error>;
+    /// A `state_update` record from `message.from`, its fields computed by
+    /// `update` from that role's current state (empty when none) while the
+    /// bus is held: two writers appending to the same arrays never lose
+    /// each other's entries.
+    fn update_state(
+        &self,
+        message: NewMessage,
+        update: StateUpdate<'_>,
+    ) -> Result<BusMessage, Self::Error>;
+    /// The records appended after `cursor`, oldest first, and the cursor to
+    /// pass next time; [`BusCursor::START`] reads from the first record. This
+    /// is how an orchestrator follows the bus: each call costs what was
+    /// appended since, not the length of the log.
+    fn since(&self, cursor: BusCursor) -> Result<(Vec<BusMessage>, BusCursor), Self::Error>;
+}
+
+/// A position in a bus, from [`MessageBus::since`] (opaque: a byte offset
+/// for the file bus, a sequence number for others).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct BusCursor(pub u64);
+
+impl BusCursor {
+    /// Before the first record.
+    pub const START: BusCursor = BusCursor(0);
+}
+
+/// The function of [`MessageBus::update_state`]: a role's current state in,
+/// the fields to merge out.
+pub type StateUpdate<'a> = Box<dyn FnOnce(&Map<String, Value>) -> Map<String, Value> + 'a>;
+
+/// A borrowed bus is a bus (so `&dyn MessageBus<…>` goes where a sized
+/// bus is expected, e.g. the worker loop).
+impl<T: MessageBus + ?Sized> MessageBus for &T {
+    type Error = T::Error;
+
+    fn log(&self, message: NewMessage) -> Result<BusMessage, Self::Error> {
+        (**self).log(message)
+    }
+    fn broadcast(&self, message: NewMessage) -> Result<BusMessage, Self::Error> {
+        (**self).broadcast(message)
+    }
+    fn read(&self, id: &str) -> Result<Option<BusMessage>, Self::Error> {
+        (**self).read(id)
+    }
+    fn list(&self, filter: &ListFilter) -> Result<ListResult, Self::Error> {
+        (**self).list(filter)
+    }
+    fn get_state(&self, role: Option<&str>) -> Result<Option<Value>, Self::Error> {
+        (**self).get_state(role)
+    }
+    fn update_state(
+        &self,
+        message: NewMessage,
+        update: StateUpdate<'_>,
+    ) -> Result<BusMessage, Self::Error> {
+        (**self).update_state(message, update)
+    }
+    fn since(&self, cursor: BusCursor) -> Result<(Vec<BusMessage>, BusCursor), Self::Error> {
+        (**self).since(cursor)
+    }
 }
 
 #[cfg(test)]

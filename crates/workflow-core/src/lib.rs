@@ -33,12 +33,12 @@ pub mod wisdom;
 
 pub use analysis::{AnalysisTask, GraphEntry, TaskAnalysis};
 pub use backend::{AttemptOutcome, AttemptRequest, Backend, Limits, Mode, OutcomeClass, Usage};
-pub use bus::{BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
+pub use bus::{BusCursor, BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
 pub use error::{CoreError, Result};
 pub use id::{IdError, IdKind, IdProblem, RoleName, SessionId, TaskId};
 pub use plan::{Plan, PlanDependency};
 pub use role::{PhaseError, Report, Role, WorkerOptions, WorkerSummary, run_worker};
 pub use session::{RoleEntry, SessionStatus, TeamSession};
 pub use source::{LoadedTasks, SourceKind};
-pub use store::{Claim, FileTaskStore, LeasePolicy, TaskStore, WorkerInfo};
+pub use store::{BlockerRule, Claim, FileTaskStore, LeasePolicy, TaskStore, WorkerInfo};
 pub use task::{Criterion, Lease, Task, TaskStatus};

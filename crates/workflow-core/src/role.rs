@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use crate::bus::{MessageBus, NewMessage};
 use crate::error::Result;
 use crate::id::TaskId;
-use crate::store::{Claim, TaskStore, WorkerInfo, task_order};
+use crate::store::{BlockerRule, Claim, TaskStore, WorkerInfo, task_order};
 use crate::task::{Task, TaskStatus};
 
 /// What a role reports when a task ends.
@@ -127,6 +127,9 @@ pub struct WorkerOptions {
     /// With `task`: after it completes, take the one successor of this
     /// role it unblocked (the orchestrator adopts it).
     pub fast_advance: bool,
+    /// When a task's blockers let it be claimed (`Ended` under the
+    /// `always` failure policy).
+    pub blockers: BlockerRule,
 }
 
 impl Default for WorkerOptions {
@@ -137,6 +140,7 @@ impl Default for WorkerOptions {
             heartbeat: Duration::from_secs(30),
             worker: None,
             fast_advance: false,
+            blockers: BlockerRule::Completed,
         }
     }
 }
@@ -212,7 +216,7 @@ where
                 return Ok(summary);
             }
         }
-        let task = match store.claim(&id, &worker)? {
+        let task = match store.claim_with(&id, &worker, options.blockers)? {
             Claim::Claimed(task) => *task,
             // A fast-advance successor taken by someone else in between
             // is not an error: the orchestrator started a worker for it.
@@ -236,7 +240,12 @@ where
                 continue;
             }
         };
-        if let Some(done) = earlier_completion(role, bus, &task.id)? {
+        // Only a task that was in progress before can have a completion
+        // record (a reset keeps `attempts` at 1 or more, so this claim made
+        // it 2 or more): a first claim skips the bus scan, which costs the
+        // length of the log.
+        let claimed_before = task.attempts > 1;
+        if claimed_before && let Some(done) = earlier_completion(role, bus, &task.id)? {
             // The work and its record exist; only the store missed it.
             store.finish(&task.id, &worker, TaskStatus::Completed, Some(done))?;
             summary.completed.push(task.id.clone());

@@ -34,6 +34,8 @@ pub enum SourceKind {
     TaskFolder,
     /// A plan file.
     PlanFile,
+    /// A hand-written task file (`wavecrew.tasks.toml`, read by `wavecrew-taskfile`).
+    TaskFile,
 }
 
 impl SourceKind {
@@ -43,6 +45,7 @@ impl SourceKind {
             SourceKind::Session => "session",
             SourceKind::TaskFolder => "task folder",
             SourceKind::PlanFile => "plan file",
+            SourceKind::TaskFile => "task file",
         }
     }
 }

@@ -123,6 +123,27 @@ pub enum Claim {
     Blocked(Vec<TaskId>),
 }
 
+/// When a task's blockers let it be claimed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum BlockerRule {
+    /// Every blocker completed (the seeds' rule).
+    #[default]
+    Completed,
+    /// Every blocker ended: completed, failed or skipped (the `always`
+    /// failure policy: dependents run after a failure).
+    Ended,
+}
+
+impl BlockerRule {
+    /// Whether a blocker in `status` lets its dependent start.
+    pub fn met_by(self, status: TaskStatus) -> bool {
+        match self {
+            BlockerRule::Completed => status == TaskStatus::Completed,
+            BlockerRule::Ended => status.is_terminal(),
+        }
+    }
+}
+
 /// Where tasks live, and the only way their state changes.
 ///
 /// The trait is synchronous (file I/O); async callers use
@@ -138,7 +159,11 @@ pub trait TaskStore: Send + Sync {
     /// Change a task under the lock; `f` sees the current version.
     fn update(&self, id: &TaskId, f: &mut dyn FnMut(&mut Task) -> Result<()>) -> Result<Task>;
     /// Take a pending task whose blockers are all completed.
-    fn claim(&self, id: &TaskId, worker: &WorkerInfo) -> Result<Claim>;
+    fn claim(&self, id: &TaskId, worker: &WorkerInfo) -> Result<Claim> {
+        self.claim_with(id, worker, BlockerRule::Completed)
+    }
+    /// Take a pending task whose blockers all meet `rule`.
+    fn claim_with(&self, id: &TaskId, worker: &WorkerInfo, rule: BlockerRule) -> Result<Claim>;
     /// Refresh the caller's lease on a task it holds.
     fn heartbeat(&self, id: &TaskId, worker: &WorkerInfo) -> Result<()>;
     /// Record the end of the caller's attempt: the new state and the result.
@@ -295,7 +320,7 @@ impl TaskStore for FileTaskStore {
         Ok(task)
     }
 
-    fn claim(&self, id: &TaskId, worker: &WorkerInfo) -> Result<Claim> {
+    fn claim_with(&self, id: &TaskId, worker: &WorkerInfo, rule: BlockerRule) -> Result<Claim> {
         let _lock = self.lock()?;
         let mut task = self.read(id)?;
         if task.status != TaskStatus::Pending {
@@ -304,7 +329,7 @@ impl TaskStore for FileTaskStore {
         let mut waiting = Vec::new();
         for blocker in &task.blocked_by {
             match self.read(blocker) {
-                Ok(b) if b.status == TaskStatus::Completed => {}
+                Ok(b) if rule.met_by(b.status) => {}
                 Ok(_) | Err(CoreError::TaskNotFound { .. }) => waiting.push(blocker.clone()),
                 Err(e) => return Err(e),
             }
@@ -323,6 +348,7 @@ impl TaskStore for FileTaskStore {
             heartbeat_at: now,
         });
         self.write(&mut task)?;
+        tracing::debug!(task = %id, worker = %worker.worker, attempt = task.attempts, "task claimed");
         Ok(Claim::Claimed(Box::new(task)))
     }
 
@@ -367,6 +393,7 @@ impl TaskStore for FileTaskStore {
             task.result = result;
         }
         self.write(&mut task)?;
+        tracing::debug!(task = %id, worker = %worker.worker, status = %status, "task finished");
         Ok(task)
     }
 
@@ -385,6 +412,9 @@ impl TaskStore for FileTaskStore {
             if expired {
                 task.status = TaskStatus::Pending;
                 task.lease = None;
+                // It was in progress: an attempt started (even one another
+                // program began), so the next claim looks for its record.
+                task.attempts = task.attempts.max(1);
                 self.write(&mut task)?;
                 reset.push(task.id.clone());
             }

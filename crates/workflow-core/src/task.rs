@@ -184,6 +184,11 @@ impl Task {
         }
     }
 
+    /// Why the task failed: its result's `error`, when it has one.
+    pub fn error(&self) -> Option<&str> {
+        self.result.as_ref()?.get("error")?.as_str()
+    }
+
     /// The roadmap `title`, or the subject.
     pub fn title(&self) -> &str {
         self.extra

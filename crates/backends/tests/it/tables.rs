@@ -30,12 +30,12 @@ fn argv_per_cli_mode_and_resume() {
         r#"
 [backends.codex]
 model = "gpt-5.5"
-add_dirs = ["../shared"]
+add_dirs = ["../common"]
 [backends.claude]
 model = "claude-sonnet-4-5"
 [backends.gemini]
 model = "gemini-2.5-pro"
-add_dirs = ["../shared", "../docs"]
+add_dirs = ["../common", "../docs"]
 [backends.mine]
 kind = "command"
 argv = ["python3", "my_agent.py", "--task", "{task_id}", "--mode={mode}"]

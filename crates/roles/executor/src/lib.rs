@@ -27,12 +27,11 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::{Map, Value, json};
-use wavecrew_backends::attempts::{AttemptEvent, TaskAttempts, TaskRun, run_task};
-use wavecrew_backends::config::Config;
-use wavecrew_backends::prompts::Prompts;
-use wavecrew_backends::routing::{Decision, resolve_executor};
+use wavecrew_backends::attempts::{AttemptEvent, TaskRun};
+use wavecrew_backends::routing::Decision;
 use wavecrew_core::role::{PhaseError, Report, Role};
-use wavecrew_core::{Mode, Plan, Task, TaskStatus};
+use wavecrew_core::{Mode, NewMessage, Plan, Task, TaskStatus};
+use wavecrew_role_kit::{Attempt, ReportBuilder, Review, RoleContext, backend_used, derived_id};
 use wavecrew_validation::{
     AcceptanceOptions, CheckStatus, SyntaxOptions, affected_tests, check_acceptance, check_syntax,
 };
@@ -74,44 +73,17 @@ pub fn resolve_code_review(task: &Task, plan: Option<&Plan>) -> (bool, String) {
     }
 }
 
-/// A callback for every attempt event of a task.
-pub type AttemptHook = Box<dyn Fn(&Task, &AttemptEvent) + Send + Sync>;
-
 /// The executor role.
+#[derive(Debug, Clone)]
 pub struct Executor {
-    /// The project root (the folder holding `.workflow/`).
-    pub project_root: PathBuf,
-    /// The session folder (`.workflow/.team/<id>/`).
-    pub session_dir: PathBuf,
-    /// `wavecrew.toml`.
-    pub config: Config,
-    /// `--backend`, when given.
-    pub run_backend: Option<String>,
-    /// Called for every attempt event (progress lines, bus records).
-    pub on_attempt: AttemptHook,
-    prompts: Prompts,
-}
-
-impl std::fmt::Debug for Executor {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Executor")
-            .field("project_root", &self.project_root)
-            .field("session_dir", &self.session_dir)
-            .finish_non_exhaustive()
-    }
+    /// The session, configuration, bus and templates.
+    pub ctx: RoleContext,
 }
 
 impl Executor {
     /// An executor for a session.
-    pub fn new(project_root: PathBuf, session_dir: PathBuf, config: Config) -> Self {
-        Executor {
-            project_root,
-            session_dir,
-            config,
-            run_backend: None,
-            on_attempt: Box::new(|_, _| {}),
-            prompts: Prompts::new(),
-        }
+    pub fn new(ctx: RoleContext) -> Self {
+        Executor { ctx }
     }
 
     fn plan_path(&self, task: &Task) -> Option<PathBuf> {
@@ -119,11 +91,11 @@ impl Executor {
             .metadata
             .get("plan_path")
             .and_then(Value::as_str)
-            .map(|p| self.project_root.join(p));
+            .map(|p| self.ctx.project_root.join(p));
         [
             named,
-            Some(self.session_dir.join("plan.md")),
-            Some(self.project_root.join(".workflow/plan.md")),
+            Some(self.ctx.session_dir.join("plan.md")),
+            Some(self.ctx.project_root.join(".workflow/plan.md")),
         ]
         .into_iter()
         .flatten()
@@ -133,15 +105,16 @@ impl Executor {
     /// Where the agent works: the task's `working_dir` inside the project,
     /// else the project root.
     fn work_dir(&self, task: &Task) -> PathBuf {
+        let root = &self.ctx.project_root;
         task.working_dir()
-            .map(|d| self.project_root.join(d))
+            .map(|d| root.join(d))
             .filter(|d| {
                 d.canonicalize()
                     .ok()
-                    .zip(self.project_root.canonicalize().ok())
+                    .zip(root.canonicalize().ok())
                     .is_some_and(|(d, r)| d.starts_with(r))
             })
-            .unwrap_or_else(|| self.project_root.clone())
+            .unwrap_or_else(|| root.clone())
     }
 }
 
@@ -216,12 +189,9 @@ impl Role for Executor {
             })?)),
             None => None,
         };
-        let decision = resolve_executor(
-            &self.config,
-            self.run_backend.as_deref(),
-            task.executor(),
+        let decision = self.ctx.decide(
+            task,
             plan.as_ref().and_then(|p| p.execution_backend.as_deref()),
-            &task.description,
         );
         let review = resolve_code_review(task, plan.as_ref());
         Ok(ExecWork {
@@ -241,8 +211,9 @@ impl Role for Executor {
             .into_iter()
             .map(|c| c.text)
             .collect();
-        let wisdom = wavecrew_core::wisdom::read_wisdom(&self.session_dir);
-        let max_attempts = self.config.routing.max_retries + 1;
+        let ctx = &self.ctx;
+        let wisdom = wavecrew_core::wisdom::read_wisdom(&ctx.session_dir);
+        let max_attempts = ctx.max_attempts();
         // A syntax failure after a successful attempt goes back to the
         // agent with the compiler's words, within the same retry budget.
         let validation_error: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
@@ -252,7 +223,7 @@ impl Role for Executor {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .take();
             let error = pending.as_deref().or(error);
-            let ctx = json!({
+            let values = json!({
                 "task": {
                     "id": task.id.as_str(), "title": task.title(), "description": task.description,
                     "acceptance_criteria": criteria, "files": task.files(),
@@ -264,24 +235,23 @@ impl Role for Executor {
                 "attempt": n,
                 "max_attempts": max_attempts,
             });
-            self.prompts
-                .render("execution", &ctx)
-                .unwrap_or_else(|e| format!("{e}\n\n{}", task.description))
+            ctx.render("execution", &values)
         };
-        let on_event = |e: &AttemptEvent| (self.on_attempt)(task, e);
+        let on_event = |e: &AttemptEvent| self.on_attempt(task, e);
         let mut rounds = 0;
         loop {
-            let run = run_task(&TaskAttempts {
-                config: &self.config,
-                backend: &work.decision.backend,
-                task_id: &task.id,
-                cwd: &work.cwd,
-                mode: Mode::Write,
-                session_dir: &self.session_dir,
-                prompt: &render,
-                on_event: &on_event,
-            })
-            .await;
+            let run = ctx
+                .attempt(
+                    &Attempt::new(
+                        &task.id,
+                        &work.decision.backend,
+                        &work.cwd,
+                        Mode::Write,
+                        &render,
+                    )
+                    .on_event(&on_event),
+                )
+                .await?;
             let merged = match work.run.take() {
                 Some(mut earlier) => {
                     earlier.attempts.extend(run.attempts.iter().cloned());
@@ -309,7 +279,7 @@ impl Role for Executor {
             )
             .await;
             if syntax.status != CheckStatus::Fail
-                || rounds >= self.config.routing.max_retries
+                || rounds >= ctx.config.routing.max_retries
                 || attempts >= usize::try_from(max_attempts).unwrap_or(usize::MAX)
             {
                 return Ok(());
@@ -361,31 +331,28 @@ impl Role for Executor {
         .await;
         let tests = affected_tests(&work.cwd, &files);
         let review_status = if work.review.0 {
-            let review_prompt = self.prompts.render(
-                "review",
-                &json!({"task": {"id": task.id.as_str(), "title": task.title(), "description": task.description,
-                          "acceptance_criteria": task.acceptance_criteria().into_iter().map(|c| c.text).collect::<Vec<_>>()},
-                        "cwd": work.cwd.display().to_string()}),
-            );
-            let prompt_text = review_prompt.unwrap_or_default();
-            let render = |_: u32, _: Option<&str>| prompt_text.clone();
-            let review_task = wavecrew_core::TaskId::new(format!("{}-review", task.id.as_str()))
-                .unwrap_or_else(|_| task.id.clone());
-            let review = run_task(&TaskAttempts {
-                config: &self.config,
-                backend: &work.decision.backend,
-                task_id: &review_task,
-                cwd: &work.cwd,
-                mode: Mode::Review,
-                session_dir: &self.session_dir,
-                prompt: &render,
-                on_event: &|_| {},
-            })
-            .await;
-            if review.success {
-                "completed"
-            } else {
-                "failed"
+            let review = match derived_id(&task.id, "review") {
+                Ok(id) => {
+                    self.ctx
+                        .review(&Review {
+                            task,
+                            id,
+                            backend: &work.decision.backend,
+                            cwd: &work.cwd,
+                            criteria: task
+                                .acceptance_criteria()
+                                .into_iter()
+                                .map(|c| c.text)
+                                .collect(),
+                        })
+                        .await
+                }
+                Err(e) => Err(e),
+            };
+            match review {
+                Ok(review) if review.success => "completed",
+                Ok(_) => "failed",
+                Err(e) => return self.failure_report(task, &e),
             }
         } else {
             "skipped"
@@ -416,80 +383,132 @@ impl Role for Executor {
         let failed = syntax_word == "fail" || acceptance_word == "fail";
         if !failed && !final_text.is_empty() {
             let _ = wavecrew_core::wisdom::append_wisdom(
-                &self.session_dir,
+                &self.ctx.session_dir,
                 "executor",
                 &task.id,
                 &final_text,
             );
         }
-        let mut data = Map::new();
-        data.insert("task_id".into(), json!(task.id.as_str()));
-        let used_backend = run
-            .and_then(TaskRun::last)
-            .map_or_else(|| work.decision.backend.clone(), |o| o.backend.clone());
-        if failed {
+        let used_backend = backend_used(run, &work.decision.backend);
+        let report = if failed {
             let error = if syntax_word == "fail" {
                 "syntax check failed"
             } else {
                 "an acceptance criterion failed"
             };
-            data.insert("error".into(), json!(error));
-            data.insert("retry_count".into(), json!(task.attempts));
-            data.insert(
-                "validation_results".into(),
-                json!({"syntax": syntax_word, "acceptance": acceptance_word}),
-            );
+            ReportBuilder::new(TaskStatus::Failed, "task_failed", task)
+                .field("error", error)
+                .field("retry_count", task.attempts)
+                .field(
+                    "validation_results",
+                    json!({"syntax": syntax_word, "acceptance": acceptance_word}),
+                )
+                .summary(format!(
+                    "{} failed validation ({used_backend})",
+                    task.id.as_str()
+                ))
         } else {
-            data.insert("status".into(), json!("success"));
-            data.insert("files_modified".into(), json!(files));
-            data.insert(
-                "validation_results".into(),
-                json!({"syntax": syntax_word, "acceptance": acceptance_word,
-                       "tests_found": tests.len(), "code_review": review_status}),
-            );
-        }
-        data.insert("execution_backend".into(), json!(used_backend));
-        data.insert("timestamp".into(), json!(now()));
-        data.insert("evidence".into(), evidence);
-        Report {
-            status: if failed {
-                TaskStatus::Failed
-            } else {
-                TaskStatus::Completed
-            },
-            kind: if failed {
-                "task_failed"
-            } else {
-                "task_complete"
-            }
-            .into(),
-            summary: if failed {
-                format!("{} failed validation ({used_backend})", task.id.as_str())
-            } else {
-                format!(
+            ReportBuilder::completed("task_complete", task)
+                .field("status", "success")
+                .field("files_modified", &files)
+                .field(
+                    "validation_results",
+                    json!({"syntax": syntax_word, "acceptance": acceptance_word,
+                           "tests_found": tests.len(), "code_review": review_status}),
+                )
+                .summary(format!(
                     "{} complete ({used_backend}): {} file(s) changed",
                     task.id.as_str(),
                     files.len()
-                )
-            },
-            result: Value::Object(data.clone()),
-            data,
-        }
+                ))
+        };
+        report
+            .field("execution_backend", &used_backend)
+            .field("timestamp", now())
+            .field("evidence", evidence)
+            .build()
     }
 
     fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
-        let mut report = Report::failure("task_failed", task, &error.0);
-        report
-            .data
-            .insert("retry_count".into(), json!(task.attempts));
-        report.data.insert(
-            "validation_results".into(),
-            json!({"syntax": "not_run", "acceptance": "not_verified"}),
-        );
-        report.data.insert("timestamp".into(), json!(now()));
-        report.result = Value::Object(report.data.clone());
-        report
+        ReportBuilder::phase_failed("task_failed", task, error)
+            .field("retry_count", task.attempts)
+            .field(
+                "validation_results",
+                json!({"syntax": "not_run", "acceptance": "not_verified"}),
+            )
+            .field("timestamp", now())
+            .build()
     }
+}
+
+impl Executor {
+    /// Seed 000's progress records on the bus for every attempt event; a
+    /// backend switch is also a warning.
+    fn on_attempt(&self, task: &Task, event: &AttemptEvent) {
+        if let Some(message) = progress_record(task, event)
+            && let Err(e) = self.ctx.bus.log(message)
+        {
+            tracing::warn!("message bus: {e}");
+        }
+        if let AttemptEvent::Switched(s) = event {
+            tracing::warn!(
+                "{}: backend {} → {}: {}",
+                task.id.as_str(),
+                s.from,
+                s.to,
+                s.reason
+            );
+        }
+    }
+}
+
+/// The seed's `progress_update` records: an attempt starts (with the
+/// backend), a retry is scheduled, a backend switch (the fallback reported).
+pub fn progress_record(task: &Task, event: &AttemptEvent) -> Option<NewMessage> {
+    let mut data = Map::new();
+    data.insert("task_id".into(), json!(task.id.as_str()));
+    let summary = match event {
+        AttemptEvent::Started {
+            attempt,
+            backend,
+            resume,
+        } => {
+            data.insert("batch_index".into(), json!(attempt));
+            data.insert("backend".into(), json!(backend));
+            if let Some(r) = resume {
+                data.insert("resume_session".into(), json!(r));
+            }
+            format!(
+                "{} attempt {attempt} via {backend}{}",
+                task.id.as_str(),
+                if resume.is_some() { " (resumed)" } else { "" }
+            )
+        }
+        AttemptEvent::Retrying { attempt, delay_ms } => {
+            data.insert("batch_index".into(), json!(attempt));
+            data.insert("delay_ms".into(), json!(delay_ms));
+            format!("{} retry: attempt {attempt}", task.id.as_str())
+        }
+        AttemptEvent::Switched(s) => {
+            data.insert("backend_switch".into(), serde_json::to_value(s).ok()?);
+            format!(
+                "{} backend switch {} → {}: {}",
+                task.id.as_str(),
+                s.from,
+                s.to,
+                s.reason
+            )
+        }
+        AttemptEvent::Finished { .. } => return None,
+    };
+    Some(NewMessage {
+        from: "executor".into(),
+        to: Some("coordinator".into()),
+        kind: Some("progress_update".into()),
+        summary: Some(format!("[executor] {summary}")),
+        data: Some(data),
+        reference: None,
+    })
 }
 
 #[cfg(test)]

@@ -26,18 +26,19 @@
 
 pub mod issues;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::{Map, Value, json};
-use wavecrew_backends::attempts::{TaskAttempts, TaskRun, run_task};
-use wavecrew_backends::config::Config;
-use wavecrew_backends::prompts::Prompts;
+use wavecrew_backends::attempts::TaskRun;
 use wavecrew_backends::routing::{Decision, resolve_execution_method};
 use wavecrew_core::role::{PhaseError, Report, Role};
-use wavecrew_core::{Mode, Task, TaskId, TaskStatus};
+use wavecrew_core::{Mode, Task};
+use wavecrew_role_kit::{
+    Attempt, ReportBuilder, Review, RoleContext, backend_used, derived_id_from,
+};
 
 use crate::issues::IssueStore;
 
@@ -102,42 +103,23 @@ pub fn solution_of_artifact(v: &Value) -> Option<Map<String, Value>> {
 }
 
 /// The planex role.
+#[derive(Debug, Clone)]
 pub struct PlanexRole {
-    /// The project root (a git work tree).
-    pub project_root: PathBuf,
-    /// The session folder.
-    pub session_dir: PathBuf,
-    /// `wavecrew.toml`.
-    pub config: Config,
-    /// `--backend`, when given.
-    pub run_backend: Option<String>,
-    prompts: Prompts,
-}
-
-impl std::fmt::Debug for PlanexRole {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PlanexRole")
-            .field("session_dir", &self.session_dir)
-            .finish_non_exhaustive()
-    }
+    /// The session, configuration, bus and templates (the project root is a
+    /// git work tree).
+    pub ctx: RoleContext,
 }
 
 impl PlanexRole {
     /// The role for a session.
-    pub fn new(project_root: PathBuf, session_dir: PathBuf, config: Config) -> Self {
-        PlanexRole {
-            project_root,
-            session_dir,
-            config,
-            run_backend: None,
-            prompts: Prompts::new(),
-        }
+    pub fn new(ctx: RoleContext) -> Self {
+        PlanexRole { ctx }
     }
 
     fn git(&self, args: &[&str]) -> Result<String, String> {
         let out = Command::new("git")
             .args(args)
-            .current_dir(&self.project_root)
+            .current_dir(&self.ctx.project_root)
             .stdin(Stdio::null())
             .output()
             .map_err(|e| format!("git {}: {e}", args.join(" ")))?;
@@ -153,12 +135,11 @@ impl PlanexRole {
     }
 
     fn trailer(&self, task: &Task) -> String {
-        let session = self
-            .session_dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        format!("Wavecrew-Task: {session}/{}", task.id.as_str())
+        format!(
+            "Wavecrew-Task: {}/{}",
+            self.ctx.session_name(),
+            task.id.as_str()
+        )
     }
 
     /// The commit an earlier run of this task made, if any.
@@ -221,19 +202,7 @@ impl Role for PlanexRole {
     }
 
     fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
-        let mut report = Report::failure("impl_failed", task, &error.0);
-        let issue = parse_description(&task.subject, &task.description).issue;
-        report.data.insert("issue_id".into(), json!(issue));
-        report.data.insert(
-            "resume".into(),
-            json!(format!(
-                "wavecrew-planex --session {} --task {}",
-                self.session_dir.display(),
-                task.id.as_str()
-            )),
-        );
-        report.result = Value::Object(report.data.clone());
-        report
+        self.failure(task, error).build()
     }
 
     async fn prepare(&self, task: &Task) -> Result<PlanexWork, PhaseError> {
@@ -244,10 +213,11 @@ impl Role for PlanexRole {
                 task.id.as_str()
             )));
         };
-        let store = IssueStore::new(&self.project_root);
+        let ctx = &self.ctx;
+        let store = IssueStore::new(&ctx.project_root);
         let solution = match &spec.solution_file {
             Some(file) => {
-                let path = [self.project_root.join(file), self.session_dir.join(file)]
+                let path = [ctx.project_root.join(file), ctx.session_dir.join(file)]
                     .into_iter()
                     .find(|p| p.is_file())
                     .ok_or_else(|| PhaseError(format!("solution_file {file}: not found")))?;
@@ -267,8 +237,8 @@ impl Role for PlanexRole {
         };
         let issue = store.issue(&issue_id).unwrap_or_default();
         let decision = resolve_execution_method(
-            &self.config,
-            self.run_backend.as_deref(),
+            &ctx.config,
+            ctx.run_backend.as_deref(),
             spec.execution_method.as_deref(),
             solution_tasks(&solution).len(),
         );
@@ -319,7 +289,8 @@ impl Role for PlanexRole {
             .and_then(Value::as_str)
             .unwrap_or(task.title())
             .to_owned();
-        let max_attempts = self.config.routing.max_retries + 1;
+        let ctx = &self.ctx;
+        let max_attempts = ctx.max_attempts();
         let solution_id = work
             .solution
             .get("id")
@@ -334,34 +305,29 @@ impl Role for PlanexRole {
             .unwrap_or("")
             .to_owned();
         let render = |n: u32, error: Option<&str>| {
-            self.prompts
-                .render(
-                    "planex",
-                    &json!({
-                        "issue": {"id": work.issue_id, "title": title, "body": issue_body},
-                        "solution": {"id": solution_id, "description": description, "tasks": tasks},
-                        "cwd": self.project_root.display().to_string(),
-                        "test_command": Value::Null,
-                        "previous_error": error,
-                        "attempt": n,
-                        "max_attempts": max_attempts,
-                    }),
-                )
-                .unwrap_or_else(|e| e.to_string())
+            ctx.render(
+                "planex",
+                &json!({
+                    "issue": {"id": work.issue_id, "title": title, "body": issue_body},
+                    "solution": {"id": solution_id, "description": description, "tasks": tasks},
+                    "cwd": ctx.project_root.display().to_string(),
+                    "test_command": Value::Null,
+                    "previous_error": error,
+                    "attempt": n,
+                    "max_attempts": max_attempts,
+                }),
+            )
         };
-        let execution = TaskId::new(format!("planex-{}", work.issue_id))
-            .map_err(|e| PhaseError(e.to_string()))?;
-        let run = run_task(&TaskAttempts {
-            config: &self.config,
-            backend: &work.decision.backend,
-            task_id: &execution,
-            cwd: &self.project_root,
-            mode: Mode::Write,
-            session_dir: &self.session_dir,
-            prompt: &render,
-            on_event: &|_| {},
-        })
-        .await;
+        let execution = derived_id_from(&format!("planex-{}", work.issue_id), &task.id)?;
+        let run = ctx
+            .attempt(&Attempt::new(
+                &execution,
+                &work.decision.backend,
+                &ctx.project_root,
+                Mode::Write,
+                &render,
+            ))
+            .await?;
         let failure = (!run.success).then(|| run.failure.clone().unwrap_or_default());
         work.run = Some(run);
         match failure {
@@ -371,28 +337,34 @@ impl Role for PlanexRole {
     }
 
     async fn validate(&self, task: &Task, work: &PlanexWork) -> Report {
+        let ctx = &self.ctx;
         let files = work
             .run
             .as_ref()
             .map(TaskRun::files_changed)
             .unwrap_or_default();
-        let mut data = Map::new();
-        data.insert("task_id".into(), json!(task.id.as_str()));
-        data.insert("issue_id".into(), json!(work.issue_id));
-        data.insert(
-            "solution_id".into(),
-            json!(work.solution.get("id").and_then(Value::as_str)),
-        );
-        data.insert("executor".into(), json!(work.decision.backend));
-        data.insert("execution_decision".into(), json!(work.decision));
-        data.insert("code_review".into(), json!(work.review));
-        data.insert("files_changed".into(), json!(files));
+        let mut done = ReportBuilder::completed("impl_complete", task)
+            .field("issue_id", &work.issue_id)
+            .field(
+                "solution_id",
+                work.solution.get("id").and_then(Value::as_str),
+            )
+            .field("executor", &work.decision.backend)
+            .field("execution_decision", &work.decision)
+            .field("code_review", &work.review)
+            .field("files_changed", &files);
+        // A failure keeps every field gathered so far.
+        let fail = |done: &ReportBuilder, error: PhaseError| {
+            let mut failed = self.failure(task, &error);
+            failed.extend(done.fields().clone());
+            failed.build()
+        };
         let commit = if let Some(c) = &work.committed {
             Some(c.clone())
         } else {
             // Tests, through the validation crate, when the project has any.
             if let Ok(mut runner) = wavecrew_validation::TestRunner::new(
-                &self.project_root,
+                &ctx.project_root,
                 wavecrew_validation::TestOptions {
                     coverage: false,
                     ..wavecrew_validation::TestOptions::default()
@@ -403,8 +375,8 @@ impl Role for PlanexRole {
                 match runner.run().await {
                     Ok(run) => {
                         let failed = run.report.failures().count();
-                        data.insert(
-                            "tests".into(),
+                        done.insert(
+                            "tests",
                             json!({"framework": run.framework.name(), "passed": run.report.counts.passed,
                                    "failed": failed, "command": run.command}),
                         );
@@ -426,20 +398,17 @@ impl Role for PlanexRole {
                                     )
                                 })
                                 .collect();
-                            let mut r = self.failure_report(
-                                task,
-                                &PhaseError(format!(
+                            return fail(
+                                &done,
+                                PhaseError(format!(
                                     "{failed} test(s) failed:\n{}",
                                     first.join("\n")
                                 )),
                             );
-                            r.data.extend(data);
-                            r.result = Value::Object(r.data.clone());
-                            return r;
                         }
                     }
                     Err(e) => {
-                        data.insert("tests".into(), json!({"error": e.to_string()}));
+                        done.insert("tests", json!({"error": e.to_string()}));
                     }
                 }
             }
@@ -451,31 +420,26 @@ impl Role for PlanexRole {
                 } else {
                     work.decision.backend.as_str()
                 };
-                let id = TaskId::new(format!("planex-review-{}", work.issue_id))
-                    .unwrap_or_else(|_| task.id.clone());
-                let prompt = self
-                    .prompts
-                    .render(
-                        "review",
-                        &json!({"task": {"id": task.id.as_str(), "title": task.title(), "description": task.description,
-                                          "acceptance_criteria": []},
-                                "cwd": self.project_root.display().to_string()}),
-                    )
-                    .unwrap_or_default();
-                let render = |_: u32, _: Option<&str>| prompt.clone();
-                let review = run_task(&TaskAttempts {
-                    config: &self.config,
-                    backend,
-                    task_id: &id,
-                    cwd: &self.project_root,
-                    mode: Mode::Review,
-                    session_dir: &self.session_dir,
-                    prompt: &render,
-                    on_event: &|_| {},
-                })
-                .await;
-                data.insert(
-                    "review".into(),
+                let review =
+                    match derived_id_from(&format!("planex-review-{}", work.issue_id), &task.id) {
+                        Ok(id) => {
+                            ctx.review(&Review {
+                                task,
+                                id,
+                                backend,
+                                cwd: &ctx.project_root,
+                                criteria: Vec::new(),
+                            })
+                            .await
+                        }
+                        Err(e) => Err(e),
+                    };
+                let review = match review {
+                    Ok(r) => r,
+                    Err(e) => return fail(&done, e),
+                };
+                done.insert(
+                    "review",
                     json!({"backend": backend, "success": review.success,
                            "verdict": review.last().and_then(|o| o.final_message.clone())}),
                 );
@@ -488,44 +452,48 @@ impl Role for PlanexRole {
                 .to_owned();
             match self.commit(task, &work.issue_id, &title, &files) {
                 Ok(c) => c,
-                Err(e) => {
-                    let mut r = self.failure_report(task, &PhaseError(e));
-                    r.data.extend(data);
-                    r.result = Value::Object(r.data.clone());
-                    return r;
-                }
+                Err(e) => return fail(&done, PhaseError(e)),
             }
         };
-        data.insert("commit".into(), json!(commit));
+        done.insert("commit", &commit);
         let status_note =
-            match IssueStore::new(&self.project_root).set_status(&work.issue_id, "completed") {
+            match IssueStore::new(&ctx.project_root).set_status(&work.issue_id, "completed") {
                 Ok(()) => "completed".to_owned(),
                 Err(e) => format!("not updated: {e}"),
             };
-        data.insert("issue_status".into(), json!(status_note));
-        let backend = work
-            .run
-            .as_ref()
-            .and_then(TaskRun::last)
-            .map_or_else(|| work.decision.backend.clone(), |o| o.backend.clone());
-        data.insert(
-            "report".into(),
-            json!(format!(
+        done.insert("issue_status", &status_note);
+        let backend = backend_used(work.run.as_ref(), &work.decision.backend);
+        done.insert(
+            "report",
+            format!(
                 "## [executor] Implementation Complete\n\n**Issue**: {}\n**Executor**: {backend}\n**Solution**: {}\n**Code Review**: {}\n**Commit**: {}\n**Issue Status**: {status_note}\n",
                 work.issue_id,
                 work.solution.get("id").and_then(Value::as_str).unwrap_or("-"),
                 work.review,
                 commit.as_deref().unwrap_or("nothing to commit"),
-            )),
+            ),
         );
         let _ = &work.spec;
-        Report {
-            status: TaskStatus::Completed,
-            kind: "impl_complete".into(),
-            summary: format!("EXEC complete: {} ({backend})", work.issue_id),
-            result: Value::Object(data.clone()),
-            data,
-        }
+        done.summary(format!("EXEC complete: {} ({backend})", work.issue_id))
+            .build()
+    }
+}
+
+impl PlanexRole {
+    /// The start of every failure report: `impl_failed` to the planner
+    /// with the issue and the command that resumes the task.
+    fn failure(&self, task: &Task, error: &PhaseError) -> ReportBuilder {
+        let issue = parse_description(&task.subject, &task.description).issue;
+        ReportBuilder::phase_failed("impl_failed", task, error)
+            .field("issue_id", issue)
+            .field(
+                "resume",
+                format!(
+                    "wavecrew-planex --session {} --task {}",
+                    self.ctx.session_dir.display(),
+                    task.id.as_str()
+                ),
+            )
     }
 }
 

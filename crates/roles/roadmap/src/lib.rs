@@ -39,13 +39,9 @@ use std::time::Instant;
 use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
-use wavecrew_backends::attempts::{TaskAttempts, run_task};
-use wavecrew_backends::config::Config;
-use wavecrew_backends::prompts::Prompts;
-use wavecrew_backends::routing::resolve_executor;
 use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, NewMessage, Task, TaskId, TaskStatus};
-use wavecrew_msgbus::Bus;
+use wavecrew_role_kit::{Attempt, ReportBuilder, RoleContext};
 use wavecrew_scheduler::{
     BuildOptions, CyclePolicy, Dag, DispatchOptions, Dispatcher, RunOutcome, TaskNode, TaskRunner,
 };
@@ -181,27 +177,12 @@ pub fn module_of(task: &Task) -> String {
 }
 
 /// The roadmap role.
+#[derive(Debug, Clone)]
 pub struct RoadmapRole {
-    /// The project root.
-    pub project_root: PathBuf,
-    /// The session folder.
-    pub session_dir: PathBuf,
-    /// `wavecrew.toml`.
-    pub config: Config,
-    /// The bus (for `exec_progress`).
-    pub bus: Arc<Bus>,
-    /// `--backend`.
-    pub run_backend: Option<String>,
+    /// The session, configuration, bus (for `exec_progress`) and templates.
+    pub ctx: RoleContext,
     /// Units of a wave at once.
     pub max_parallel: usize,
-}
-
-impl std::fmt::Debug for RoadmapRole {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RoadmapRole")
-            .field("session_dir", &self.session_dir)
-            .finish_non_exhaustive()
-    }
 }
 
 /// What the phases carry.
@@ -260,15 +241,11 @@ struct UnitRunner {
 
 #[derive(Clone)]
 struct RoadmapShared {
-    project_root: PathBuf,
-    session_dir: PathBuf,
+    ctx: RoleContext,
     phase_dir: PathBuf,
     phase: u32,
-    config: Config,
     backend: String,
-    bus: Arc<Bus>,
     context: String,
-    prompts: Arc<Prompts>,
 }
 
 #[async_trait::async_trait]
@@ -288,33 +265,40 @@ impl TaskRunner for UnitRunner {
             })
             .collect();
         let render = |n: u32, error: Option<&str>| {
-            let ctx = json!({
+            let values = json!({
                 "task": task_values[0], "tasks": task_values,
-                "cwd": r.project_root.display().to_string(),
+                "cwd": r.ctx.project_root.display().to_string(),
                 "plan_context": r.context, "wisdom": "",
                 "previous_error": error, "attempt": n,
-                "max_attempts": r.config.routing.max_retries + 1,
+                "max_attempts": r.ctx.max_attempts(),
             });
             let template = if task_values.len() == 1 {
                 "execution"
             } else {
                 "batch"
             };
-            r.prompts
-                .render(template, &ctx)
-                .unwrap_or_else(|e| e.to_string())
+            r.ctx.render(template, &values)
         };
-        let run = run_task(&TaskAttempts {
-            config: &r.config,
-            backend: &r.backend,
-            task_id: unit,
-            cwd: &r.project_root,
-            mode: Mode::Write,
-            session_dir: &r.session_dir,
-            prompt: &render,
-            on_event: &|_| {},
-        })
-        .await;
+        let run = match r
+            .ctx
+            .attempt(&Attempt::new(
+                unit,
+                &r.backend,
+                &r.ctx.project_root,
+                Mode::Write,
+                &render,
+            ))
+            .await
+        {
+            Ok(run) => run,
+            Err(e) => {
+                self.failures
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(format!("{}: {e}", unit.as_str()));
+                return RunOutcome::failed(e.0);
+            }
+        };
         let end = self.started.elapsed().as_secs_f64();
         let result = run
             .last()
@@ -382,7 +366,7 @@ impl TaskRunner for UnitRunner {
             data.insert("phase".into(), json!(r.phase));
             data.insert("wave".into(), json!(wave + 1));
             data.insert("waves".into(), json!(waves));
-            let _ = r.bus.log(NewMessage {
+            let _ = r.ctx.bus.log(NewMessage {
                 from: "executor".into(),
                 to: Some("coordinator".into()),
                 kind: Some("exec_progress".into()),
@@ -425,7 +409,7 @@ impl Role for RoadmapRole {
                 task.id.as_str()
             ))
         })?;
-        let phase_dir = self.session_dir.join(format!("phase-{}", spec.phase));
+        let phase_dir = self.ctx.session_dir.join(format!("phase-{}", spec.phase));
         let task_dir = phase_dir.join(".task");
         let loaded = wavecrew_core::source::load(&task_dir).map_err(|e| {
             PhaseError(format!(
@@ -465,7 +449,7 @@ impl Role for RoadmapRole {
             .into_iter()
             .map(|w| w.into_iter().cloned().collect())
             .collect();
-        let context = prior_summaries(&self.session_dir, spec.phase);
+        let context = prior_summaries(&self.ctx.session_dir, spec.phase);
         Ok(PhaseWork {
             spec,
             phase_dir,
@@ -482,13 +466,7 @@ impl Role for RoadmapRole {
         if work.done.len() == work.tasks.len() {
             return Ok(()); // resume check: every summary is there.
         }
-        let decision = resolve_executor(
-            &self.config,
-            self.run_backend.as_deref(),
-            task.executor(),
-            None,
-            &task.description,
-        );
+        let decision = self.ctx.decide(task, None);
         let by_id: HashMap<&TaskId, &Task> = work.tasks.iter().map(|t| (&t.id, t)).collect();
         let mut units: HashMap<TaskId, (usize, Vec<Task>)> = HashMap::new();
         let mut nodes: Vec<TaskNode> = Vec::new();
@@ -529,15 +507,11 @@ impl Role for RoadmapRole {
             .map_err(|e| PhaseError(format!("phase {}: {e}", work.spec.phase)))?;
         let runner = Arc::new(UnitRunner {
             role: RoadmapShared {
-                project_root: self.project_root.clone(),
-                session_dir: self.session_dir.clone(),
+                ctx: self.ctx.clone(),
                 phase_dir: work.phase_dir.clone(),
                 phase: work.spec.phase,
-                config: self.config.clone(),
                 backend: decision.backend,
-                bus: Arc::clone(&self.bus),
                 context: work.context.clone(),
-                prompts: Arc::new(Prompts::new()),
             },
             units,
             finished: Mutex::new(vec![0; wave_sizes.len()]),
@@ -589,7 +563,7 @@ impl Role for RoadmapRole {
                         x.get("path").and_then(Value::as_str) == Some(f.as_str())
                             && x.get("action").and_then(Value::as_str) == Some("delete")
                     });
-                if !removed && !self.project_root.join(&f).exists() {
+                if !removed && !self.ctx.project_root.join(&f).exists() {
                     missing.push(format!("{}: {f}", t.id.as_str()));
                 }
                 affected.push(f);
@@ -598,45 +572,13 @@ impl Role for RoadmapRole {
         affected.sort();
         affected.dedup();
         let syntax = check_syntax(
-            &self.project_root,
+            &self.ctx.project_root,
             &SyntaxOptions {
                 changed_files: affected.clone(),
                 ..SyntaxOptions::default()
             },
         )
         .await;
-        let mut data = Map::new();
-        data.insert("task_id".into(), json!(task.id.as_str()));
-        data.insert("phase".into(), json!(work.spec.phase));
-        data.insert(
-            "tasks_executed".into(),
-            json!(work.tasks.len() - work.done.len()),
-        );
-        data.insert("tasks_resumed".into(), json!(work.done.len()));
-        data.insert("waves".into(), json!(work.waves.len()));
-        data.insert(
-            "summaries".into(),
-            json!(
-                work.tasks
-                    .iter()
-                    .map(|t| summary_path(&work.phase_dir, &t.id)
-                        .strip_prefix(&self.session_dir)
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_default())
-                    .collect::<Vec<_>>()
-            ),
-        );
-        data.insert(
-            "spans".into(),
-            json!(
-                work.spans
-                    .iter()
-                    .map(|(k, (a, b))| (k.clone(), json!({"start": a, "end": b})))
-                    .collect::<Map<String, Value>>()
-            ),
-        );
-        data.insert("missing_files".into(), json!(missing));
-        data.insert("syntax".into(), json!(syntax));
         let failed = !missing.is_empty() || syntax.status == CheckStatus::Fail;
         let summary = format!(
             "Phase {} execution complete. Tasks executed: {}, Waves: {}, Summaries: {}.{}",
@@ -650,17 +592,39 @@ impl Role for RoadmapRole {
                 " Ready for verification."
             }
         );
-        Report {
-            status: if failed {
-                TaskStatus::Failed
-            } else {
-                TaskStatus::Completed
-            },
-            kind: if failed { "error" } else { "exec_complete" }.into(),
-            summary,
-            result: Value::Object(data.clone()),
-            data,
-        }
+        let (status, kind) = if failed {
+            (TaskStatus::Failed, "error")
+        } else {
+            (TaskStatus::Completed, "exec_complete")
+        };
+        ReportBuilder::new(status, kind, task)
+            .field("phase", work.spec.phase)
+            .field("tasks_executed", work.tasks.len() - work.done.len())
+            .field("tasks_resumed", work.done.len())
+            .field("waves", work.waves.len())
+            .field(
+                "summaries",
+                work.tasks
+                    .iter()
+                    .map(|t| {
+                        summary_path(&work.phase_dir, &t.id)
+                            .strip_prefix(&self.ctx.session_dir)
+                            .map(|p| p.display().to_string())
+                            .unwrap_or_default()
+                    })
+                    .collect::<Vec<_>>(),
+            )
+            .field(
+                "spans",
+                work.spans
+                    .iter()
+                    .map(|(k, (a, b))| (k.clone(), json!({"start": a, "end": b})))
+                    .collect::<Map<String, Value>>(),
+            )
+            .field("missing_files", &missing)
+            .field("syntax", &syntax)
+            .summary(summary)
+            .build()
     }
 }
 

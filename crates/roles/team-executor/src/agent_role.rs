@@ -4,15 +4,13 @@
 //! with the role as their producer; what it says it learned goes to
 //! `wisdom/<role>.md`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde_json::{Map, Value, json};
-use wavecrew_backends::attempts::{TaskAttempts, TaskRun, run_task};
-use wavecrew_backends::config::Config;
-use wavecrew_backends::prompts::Prompts;
-use wavecrew_backends::routing::resolve_executor;
+use serde_json::json;
+use wavecrew_backends::attempts::TaskRun;
 use wavecrew_core::role::{PhaseError, Report, Role};
-use wavecrew_core::{Mode, Task, TaskStatus};
+use wavecrew_core::{Mode, Task};
+use wavecrew_role_kit::{Attempt, ReportBuilder, RoleContext, backend_used};
 
 /// The generic agent role.
 #[derive(Debug)]
@@ -23,15 +21,8 @@ pub struct AgentRole {
     pub prefix: String,
     /// The role file's text.
     pub instructions: String,
-    /// The project root.
-    pub project_root: PathBuf,
-    /// The session folder.
-    pub session_dir: PathBuf,
-    /// `wavecrew.toml`.
-    pub config: Config,
-    /// `--backend`, when given.
-    pub run_backend: Option<String>,
-    prompts: Prompts,
+    /// The session, configuration, bus and templates.
+    pub ctx: RoleContext,
 }
 
 impl AgentRole {
@@ -40,19 +31,13 @@ impl AgentRole {
         name: &str,
         prefix: &str,
         role_file: &Path,
-        project_root: PathBuf,
-        session_dir: PathBuf,
-        config: Config,
+        ctx: RoleContext,
     ) -> std::io::Result<Self> {
         Ok(AgentRole {
             name: name.to_owned(),
             prefix: prefix.to_owned(),
             instructions: std::fs::read_to_string(role_file)?,
-            project_root,
-            session_dir,
-            config,
-            run_backend: None,
-            prompts: Prompts::new(),
+            ctx,
         })
     }
 }
@@ -96,14 +81,8 @@ impl Role for AgentRole {
     }
 
     async fn prepare(&self, task: &Task) -> Result<AgentWork, PhaseError> {
-        let decision = resolve_executor(
-            &self.config,
-            self.run_backend.as_deref(),
-            task.executor(),
-            None,
-            &task.description,
-        );
-        let artifacts = self.session_dir.join("artifacts");
+        let decision = self.ctx.decide(task, None);
+        let artifacts = self.ctx.session_dir.join("artifacts");
         std::fs::create_dir_all(&artifacts)
             .map_err(|e| PhaseError(format!("cannot create {}: {e}", artifacts.display())))?;
         Ok(AgentWork {
@@ -114,38 +93,38 @@ impl Role for AgentRole {
     }
 
     async fn execute(&self, task: &Task, work: &mut AgentWork) -> Result<(), PhaseError> {
-        let wisdom = wavecrew_core::wisdom::read_wisdom(&self.session_dir);
-        let ctx = json!({
-            "role": self.name,
-            "session": self.session_dir.file_name().map(|n| n.to_string_lossy().into_owned()),
-            "cwd": self.project_root.display().to_string(),
-            "instructions": self.instructions,
-            "task": {"id": task.id.as_str(), "title": task.title(), "description": task.description},
-            "wisdom": wisdom,
-            "artifacts": self.session_dir.join("artifacts").display().to_string(),
-        });
-        let base = self
-            .prompts
-            .render("role", &ctx)
-            .map_err(|e| PhaseError(e.to_string()))?;
-        let render = |_: u32, error: Option<&str>| match error {
-            Some(e) => format!(
-                "{base}\nThe previous attempt failed:\n{}\n",
-                wavecrew_backends::prompts::fence(e, "previous error")
-            ),
-            None => base.clone(),
+        let ctx = &self.ctx;
+        let wisdom = wavecrew_core::wisdom::read_wisdom(&ctx.session_dir);
+        let base = ctx.render(
+            "role",
+            &json!({
+                "role": self.name,
+                "session": ctx.session_name(),
+                "cwd": ctx.project_root.display().to_string(),
+                "instructions": self.instructions,
+                "task": {"id": task.id.as_str(), "title": task.title(), "description": task.description},
+                "wisdom": wisdom,
+                "artifacts": ctx.session_dir.join("artifacts").display().to_string(),
+            }),
+        )?;
+        let render = |_: u32, error: Option<&str>| {
+            Ok(match error {
+                Some(e) => format!(
+                    "{base}\nThe previous attempt failed:\n{}\n",
+                    wavecrew_backends::prompts::fence(e, "previous error")
+                ),
+                None => base.clone(),
+            })
         };
-        let run = run_task(&TaskAttempts {
-            config: &self.config,
-            backend: &work.backend,
-            task_id: &task.id,
-            cwd: &self.project_root,
-            mode: Mode::Write,
-            session_dir: &self.session_dir,
-            prompt: &render,
-            on_event: &|_| {},
-        })
-        .await;
+        let run = ctx
+            .attempt(&Attempt::new(
+                &task.id,
+                &work.backend,
+                &ctx.project_root,
+                Mode::Write,
+                &render,
+            ))
+            .await?;
         let failure = (!run.success).then(|| run.failure.clone().unwrap_or_default());
         work.run = Some(run);
         match failure {
@@ -155,46 +134,34 @@ impl Role for AgentRole {
     }
 
     async fn validate(&self, task: &Task, work: &AgentWork) -> Report {
-        let after = list_files(&self.session_dir.join("artifacts"));
+        let session_dir = &self.ctx.session_dir;
+        let after = list_files(&session_dir.join("artifacts"));
         let artifacts: Vec<String> = after
             .into_iter()
             .filter(|a| !work.artifacts_before.contains(a))
             .collect();
         let run = work.run.as_ref();
-        let last = run.and_then(TaskRun::last);
-        let message = last
+        let message = run
+            .and_then(TaskRun::last)
             .and_then(|o| o.final_message.clone())
             .unwrap_or_default();
         if !message.is_empty() {
-            let _ = wavecrew_core::wisdom::append_wisdom(
-                &self.session_dir,
-                &self.name,
-                &task.id,
-                &message,
-            );
+            let _ =
+                wavecrew_core::wisdom::append_wisdom(session_dir, &self.name, &task.id, &message);
         }
-        let mut data = Map::new();
-        data.insert("task_id".into(), json!(task.id.as_str()));
-        data.insert("status".into(), json!("success"));
-        data.insert("artifacts".into(), json!(artifacts));
-        data.insert(
-            "files_modified".into(),
-            json!(run.map(TaskRun::files_changed).unwrap_or_default()),
-        );
-        data.insert(
-            "execution_backend".into(),
-            json!(last.map_or(work.backend.as_str(), |o| o.backend.as_str())),
-        );
-        Report {
-            status: TaskStatus::Completed,
-            kind: "task_complete".into(),
-            summary: format!(
+        ReportBuilder::completed("task_complete", task)
+            .field("status", "success")
+            .field("artifacts", &artifacts)
+            .field(
+                "files_modified",
+                run.map(TaskRun::files_changed).unwrap_or_default(),
+            )
+            .field("execution_backend", backend_used(run, &work.backend))
+            .summary(format!(
                 "{} complete: {} artifact(s)",
                 task.id.as_str(),
                 artifacts.len()
-            ),
-            result: Value::Object(data.clone()),
-            data,
-        }
+            ))
+            .build()
     }
 }

@@ -3,7 +3,9 @@
 //! * [`mod@validate`]: every check of the seed with its messages;
 //! * [`reconcile`]: phase 0 — store, session file and bus back in line;
 //! * [`orchestrate`]: spawn-and-stop (`start`, `resume`) and the
-//!   foreground run (`run`) over worker processes;
+//!   foreground run (`run`) over worker processes, on the scheduler's
+//!   dispatcher; [`launch`]: which worker takes a task, and starting it;
+//!   [`finish`]: the session's end state, reports and banner;
 //! * [`report`]: the completion banner, `reports/summary.md`, `check`;
 //! * [`agent_role`]: a role known only by its `roles/<name>.md`, run as an
 //!   agent CLI with the role file as instructions.
@@ -17,10 +19,14 @@
 //! ```
 
 pub mod agent_role;
+pub mod finish;
+pub mod launch;
+mod ledger;
 pub mod orchestrate;
 pub mod reconcile;
 pub mod report;
 pub mod validate;
 
-pub use orchestrate::{OnFailure, Progress, RunEnd, Team, TeamOptions};
+pub use finish::Finished;
+pub use orchestrate::{FailurePolicy, Progress, RunEnd, Team, TeamOptions};
 pub use validate::{SessionInvalid, ValidSession, check_graph, validate};

@@ -1,59 +1,71 @@
-//! The orchestrator of seed 001: start ready workers, follow them, advance.
+//! The orchestrator of seed 001, on the scheduler's dispatcher.
 //!
 //! Every worker is a process: the built-in role binaries for their
-//! prefixes (`IMPL` → `wavecrew-executor`), `wavecrew-team worker` for a
-//! role known only by its `.md`. The orchestrator assigns the task id when
-//! it spawns a worker and the worker takes exactly that task (this removes
-//! the seed's hand-off deadlock, ccw-compat §7 item 9b); a worker may then
-//! fast-advance to the one successor of its role that became ready, and
-//! the orchestrator adopts it instead of spawning a duplicate.
+//! prefixes, `wavecrew-team worker` for a role known only by its `.md`
+//! ([`crate::launch`]). The orchestrator assigns the task id when it starts
+//! a worker and the worker takes exactly that task (this removes the seed's
+//! hand-off deadlock, ccw-compat §7 item 9b).
 //!
-//! * [`Team::start`] / [`Team::resume`]: spawn what is ready (detached),
-//!   record `active_workers`, stop (the seed's spawn-and-stop);
-//! * [`Team::run`]: everything in the foreground until the pipeline ends:
-//!   worker exits, crashes (the task returns to pending and is retried up to
-//!   a limit), failures (`continue`: dependents skipped; `stop`: nothing
-//!   new starts), a stall (which tasks are stuck and why), the report.
+//! * [`Team::start`] / [`Team::resume`]: spawn what is ready (detached,
+//!   with fast-advance), record `active_workers`, stop (the seed's
+//!   spawn-and-stop);
+//! * [`Team::run`]: the whole pipeline in the foreground through
+//!   [`wavecrew_scheduler::Dispatcher`]: a task starts when its
+//!   dependencies are done and a slot is free, most critical first (longest
+//!   remaining path: estimates, else durations measured in earlier runs of
+//!   the session, else unit weights), within the global limit, the limits
+//!   per role (`[limits.roles]`) and per backend (`[backends.<name>]
+//!   max_parallel`), and the file-overlap gate for tasks that declare files.
+//!   It reacts to events: a worker's exit (its task is then read once), a
+//!   record on the bus (followed from where it was, for `capability_gap`
+//!   and `consensus_blocked`), a live worker of an earlier run ending (it is
+//!   adopted, not duplicated). Crashes send the task back to pending and
+//!   retry it up to a limit; failures follow the [`FailurePolicy`];
+//! * [`Team::finish`]: the session's final state, the reports and the
+//!   completion banner.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, json};
-use wavecrew_core::bus::{MessageBus, NewMessage};
+use serde_json::{Map, Value, json};
+use wavecrew_core::bus::{BusCursor, MessageBus, NewMessage};
 use wavecrew_core::store::{LeasePolicy, pid_alive};
-use wavecrew_core::{Task, TaskId, TaskStatus, TaskStore};
+use wavecrew_core::{SessionStatus, Task, TaskId, TaskStatus, TaskStore};
+pub use wavecrew_scheduler::FailurePolicy;
+use wavecrew_scheduler::{
+    BuildOptions, Dag, DispatchEvent, DispatchOptions, Dispatcher, FinalState, RunOutcome,
+    TaskNode, TaskRunner,
+};
 
+use crate::launch::Launcher;
+use crate::ledger::{Ledger, Note, NoteSender};
 use crate::reconcile::write_session;
 use crate::validate::ValidSession;
 
-/// What happens to the rest of the pipeline when a task fails.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum OnFailure {
-    /// Skip the failed task's dependents, run everything else.
-    #[default]
-    Continue,
-    /// Start nothing new; let running workers finish.
-    Stop,
-}
+pub use crate::launch::sibling_program;
 
 /// How the orchestrator runs.
 #[derive(Debug, Clone)]
 pub struct TeamOptions {
     /// Workers at once.
     pub max_parallel: usize,
-    /// After a failure.
-    pub on_failure: OnFailure,
+    /// After a failure: `continue` (skip its dependents), `stop` (start
+    /// nothing new) or `always` (its dependents run anyway).
+    pub on_failure: FailurePolicy,
     /// Respawns of a task whose worker crashed.
     pub crash_retries: u32,
     /// `--backend` for every worker.
     pub backend: Option<String>,
     /// `--config` for every worker.
     pub config_file: Option<PathBuf>,
+    /// `wavecrew.toml`: the limits per role and per backend, and backend
+    /// names.
+    pub config: wavecrew_backends::Config,
     /// Folder holding the worker binaries (default: beside this program).
     pub bin_dir: Option<PathBuf>,
-    /// How often the store is polled in the foreground.
+    /// How often the bus is followed and an adopted worker's pid checked.
     pub poll: Duration,
 }
 
@@ -61,12 +73,13 @@ impl Default for TeamOptions {
     fn default() -> Self {
         TeamOptions {
             max_parallel: 4,
-            on_failure: OnFailure::Continue,
+            on_failure: FailurePolicy::Continue,
             crash_retries: 2,
             backend: None,
             config_file: None,
+            config: wavecrew_backends::Config::default(),
             bin_dir: None,
-            poll: Duration::from_millis(100),
+            poll: Duration::from_millis(50),
         }
     }
 }
@@ -135,43 +148,37 @@ pub enum Progress {
     },
 }
 
-struct Worker {
-    child: tokio::process::Child,
-    pid: u32,
-    task: TaskId,
-}
+/// The progress callback.
+pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 
 /// The orchestrator over one session.
-pub struct Team<'a, B: MessageBus> {
+pub struct Team<B: MessageBus + 'static> {
     /// The validated session.
     pub valid: ValidSession,
     /// The task store.
-    pub store: &'a dyn TaskStore,
+    pub store: Arc<dyn TaskStore>,
     /// The bus.
-    pub bus: &'a B,
+    pub bus: Arc<B>,
     /// Options.
     pub options: TeamOptions,
     /// Progress callback.
-    pub on_progress: Box<dyn Fn(&Progress) + Send + Sync + 'a>,
-    workers: Vec<Worker>,
-    crashes: HashMap<TaskId, u32>,
-    reported: HashSet<TaskId>,
+    pub on_progress: ProgressFn,
     started: Instant,
-    seen_messages: HashSet<String>,
-    last_saved: Option<(usize, usize, usize)>,
     revisions: HashMap<String, u32>,
     paused: Option<(String, String)>,
 }
 
-/// The program (and leading arguments) of a built-in worker binary.
-pub fn sibling_program(name: &str, bin_dir: Option<&Path>) -> (PathBuf, Vec<String>) {
-    match bin_dir {
-        Some(dir) => (dir.join(name), Vec::new()),
-        None => wavecrew_core::programs::wavecrew_program(name),
+impl<B: MessageBus + 'static> std::fmt::Debug for Team<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Team")
+            .field("session", &self.valid.dir)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
     }
 }
 
-/// Tasks whose blockers are all completed and that are pending.
+/// Tasks whose blockers are all completed and that are pending, in id
+/// order.
 pub fn ready_tasks(tasks: &[Task]) -> Vec<&Task> {
     let done: HashSet<&TaskId> = tasks
         .iter()
@@ -187,12 +194,49 @@ pub fn ready_tasks(tasks: &[Task]) -> Vec<&Task> {
     ready
 }
 
-impl<'a, B: MessageBus> Team<'a, B> {
+/// Run blocking work (file I/O with fsync, process-table reads) off the
+/// async runtime's threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(v) => v,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+/// A record of the orchestrator on the bus: from `executor` to the
+/// coordinator, its summary tagged `[executor]`. A bus that cannot take it
+/// is logged, not fatal: the task store stays the truth.
+pub(crate) fn log_record<B: MessageBus + ?Sized>(
+    bus: &B,
+    kind: &str,
+    summary: &str,
+    data: Map<String, Value>,
+) {
+    let logged = bus.log(NewMessage {
+        from: "executor".into(),
+        to: Some("coordinator".into()),
+        kind: Some(kind.into()),
+        summary: Some(format!("[executor] {summary}")),
+        data: Some(data),
+        reference: None,
+    });
+    if let Err(e) = logged {
+        tracing::error!("message bus: {e}");
+    }
+}
+
+fn task_data(id: &TaskId) -> Map<String, Value> {
+    let mut data = Map::new();
+    data.insert("task_id".into(), json!(id.as_str()));
+    data
+}
+
+impl<B: MessageBus + 'static> Team<B> {
     /// An orchestrator; reconcile first.
     pub fn new(
         valid: ValidSession,
-        store: &'a dyn TaskStore,
-        bus: &'a B,
+        store: Arc<dyn TaskStore>,
+        bus: Arc<B>,
         options: TeamOptions,
     ) -> Self {
         Team {
@@ -200,123 +244,49 @@ impl<'a, B: MessageBus> Team<'a, B> {
             store,
             bus,
             options,
-            on_progress: Box::new(|_| {}),
-            workers: Vec::new(),
-            crashes: HashMap::new(),
-            reported: HashSet::new(),
+            on_progress: Arc::new(|_| {}),
             started: Instant::now(),
-            seen_messages: HashSet::new(),
-            last_saved: None,
             revisions: HashMap::new(),
             paused: None,
         }
     }
 
-    fn log(&self, kind: &str, summary: String, data: Map<String, serde_json::Value>) {
-        let _ = self.bus.log(NewMessage {
-            from: "executor".into(),
-            to: Some("coordinator".into()),
-            kind: Some(kind.into()),
-            summary: Some(["[executor] ".to_owned(), summary].concat()),
-            data: Some(data),
-            reference: None,
-        });
+    fn log(&self, kind: &str, summary: &str, data: Map<String, Value>) {
+        log_record(&*self.bus, kind, summary, data);
+    }
+
+    /// The launcher of this session's workers.
+    pub fn launcher(&self) -> Launcher {
+        Launcher {
+            session_dir: self.valid.dir.clone(),
+            session_id: self.valid.session.session_id.clone(),
+            roles: self.valid.session.roles.clone(),
+            backend: self.options.backend.clone(),
+            config_file: self.options.config_file.clone(),
+            bin_dir: self.options.bin_dir.clone(),
+            on_failure: self.options.on_failure,
+        }
     }
 
     /// The role of a task: its owner, else the session role with its prefix.
     pub fn role_of(&self, task: &Task) -> Option<(String, String)> {
-        let roles = &self.valid.session.roles;
-        let by_owner = task
-            .owner
-            .as_deref()
-            .and_then(|o| roles.iter().find(|r| r.name.as_str() == o));
-        let by_prefix = || {
-            roles
-                .iter()
-                .find(|r| Some(r.prefix.as_str()) == task.id.prefix())
-        };
-        by_owner
-            .or_else(by_prefix)
-            .map(|r| (r.name.as_str().to_owned(), r.prefix.clone()))
+        self.launcher().role_of(task)
     }
 
-    /// The worker command of a task.
+    /// The worker command of a task in a foreground run.
     pub fn worker_command(&self, task: &Task) -> Option<(PathBuf, Vec<String>, String)> {
-        let (role, prefix) = self.role_of(task)?;
-        let session = self.valid.dir.display().to_string();
-        let bin = self.options.bin_dir.as_deref();
-        let session_id = self.valid.session.session_id.as_str();
-        let builtin = match prefix.as_str() {
-            "IMPL" => Some("wavecrew-executor"),
-            "TESTRUN" => Some("wavecrew-testrun"),
-            "EXEC" if session_id.starts_with("PEX-") => Some("wavecrew-planex"),
-            "EXEC" if session_id.starts_with("RD-") => Some("wavecrew-roadmap"),
-            _ => None,
-        };
-        let (program, mut args) = if let Some(binary) = builtin {
-            let (program, mut lead) = sibling_program(binary, bin);
-            lead.extend([
-                "--session".into(),
-                session,
-                "--task".into(),
-                task.id.as_str().into(),
-                "--fast-advance".into(),
-            ]);
-            (program, lead)
-        } else {
-            let (program, mut lead) = sibling_program("wavecrew-team", bin);
-            lead.extend([
-                "worker".into(),
-                "--session".into(),
-                session,
-                "--task".into(),
-                task.id.as_str().into(),
-                "--role".into(),
-                role.clone(),
-            ]);
-            (program, lead)
-        };
-        if let Some(b) = &self.options.backend {
-            args.push("--backend".into());
-            args.push(b.clone());
-        }
-        if let Some(c) = &self.options.config_file {
-            args.push("--config".into());
-            args.push(c.display().to_string());
-        }
-        Some((program, args, role))
+        self.launcher().command(task, false)
     }
 
-    fn spawn(&mut self, task: &Task, detached: bool) -> std::io::Result<u32> {
-        let Some((program, args, role)) = self.worker_command(task) else {
-            return Err(std::io::Error::other(format!(
-                "no role takes {}",
-                task.id.as_str()
-            )));
-        };
-        let logs = self.valid.dir.join("workers");
-        std::fs::create_dir_all(&logs)?;
-        let log = std::fs::File::create(logs.join(format!("{}.log", task.id.as_str())))?;
-        let mut cmd = tokio::process::Command::new(&program);
-        cmd.args(&args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .kill_on_drop(false);
-        if detached {
-            cmd.process_group(0);
-        }
-        let child = cmd.spawn().map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot start {}: {e}", program.display()))
-        })?;
-        let pid = child.id().unwrap_or(0);
-        let mut data = Map::new();
-        data.insert("task_id".into(), json!(task.id.as_str()));
+    fn spawn_detached(&mut self, task: &Task) -> std::io::Result<u32> {
+        let started = self.launcher().spawn(task, true)?;
+        let (pid, role) = (started.pid, started.role);
+        let mut data = task_data(&task.id);
         data.insert("role".into(), json!(role));
         data.insert("pid".into(), json!(pid));
         self.log(
             "task_unblocked",
-            format!("{} ready → {role} worker (pid {pid})", task.id.as_str()),
+            &format!("{} ready → {role} worker (pid {pid})", task.id.as_str()),
             data,
         );
         self.valid.session.active_workers.push(json!({
@@ -328,13 +298,6 @@ impl<'a, B: MessageBus> Team<'a, B> {
             role,
             pid,
         });
-        if !detached {
-            self.workers.push(Worker {
-                child,
-                pid,
-                task: task.id.clone(),
-            });
-        }
         Ok(pid)
     }
 
@@ -357,7 +320,7 @@ impl<'a, B: MessageBus> Team<'a, B> {
             .collect();
         let mut started = Vec::new();
         for t in &ready {
-            match self.spawn(t, true) {
+            match self.spawn_detached(t) {
                 Ok(_) => started.push(t.id.clone()),
                 Err(e) => tracing::error!("{}: {e}", t.id.as_str()),
             }
@@ -370,107 +333,30 @@ impl<'a, B: MessageBus> Team<'a, B> {
     /// then start what became ready.
     pub fn resume(&mut self) -> wavecrew_core::Result<Vec<TaskId>> {
         let tasks = self.store.list()?;
+        let in_progress: HashSet<&str> = tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::InProgress)
+            .map(|t| t.id.as_str())
+            .collect();
         self.valid.session.active_workers.retain(|w| {
             let task = w.get("task").and_then(|t| t.as_str());
             let pid = w.get("pid").and_then(serde_json::Value::as_u64);
-            let in_progress = task.is_some_and(|id| {
-                tasks
-                    .iter()
-                    .any(|t| t.id.as_str() == id && t.status == TaskStatus::InProgress)
-            });
-            in_progress && pid.is_some_and(|p| u32::try_from(p).is_ok_and(pid_alive))
+            task.is_some_and(|id| in_progress.contains(id))
+                && pid.is_some_and(|p| u32::try_from(p).is_ok_and(pid_alive))
         });
         self.store.reconcile(&LeasePolicy::default())?;
         self.start()
     }
 
-    fn dependents(tasks: &[Task], failed: &TaskId) -> Vec<TaskId> {
-        let mut out: Vec<TaskId> = Vec::new();
-        let mut frontier = vec![failed.clone()];
-        while let Some(id) = frontier.pop() {
-            for t in tasks {
-                if t.blocked_by.contains(&id) && !out.contains(&t.id) {
-                    out.push(t.id.clone());
-                    frontier.push(t.id.clone());
-                }
-            }
-        }
-        out
-    }
-
-    fn reap(&mut self) -> wavecrew_core::Result<()> {
-        let mut exited = Vec::new();
-        for (i, w) in self.workers.iter_mut().enumerate() {
-            if let Ok(Some(_status)) = w.child.try_wait() {
-                exited.push(i);
-            }
-        }
-        for i in exited.into_iter().rev() {
-            let w = self.workers.remove(i);
-            self.valid.session.active_workers.retain(|a| {
-                a.get("pid").and_then(serde_json::Value::as_u64) != Some(u64::from(w.pid))
-            });
-            // Anything this worker still holds is a crash.
-            for t in self.store.list()? {
-                let held = t.status == TaskStatus::InProgress
-                    && t.lease.as_ref().is_some_and(|l| l.pid == w.pid);
-                let never_claimed = t.id == w.task && t.status == TaskStatus::Pending;
-                if held || never_claimed {
-                    self.crashed(&t)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn crashed(&mut self, task: &Task) -> wavecrew_core::Result<()> {
-        let n = self.crashes.entry(task.id.clone()).or_insert(0);
-        *n += 1;
-        let crashes = *n;
-        self.store.reconcile(&LeasePolicy::default())?;
-        let mut data = Map::new();
-        data.insert("task_id".into(), json!(task.id.as_str()));
-        data.insert("crashes".into(), json!(crashes));
-        if crashes > self.options.crash_retries {
-            self.store.update(&task.id, &mut |t| {
-                t.status = TaskStatus::Failed;
-                t.lease = None;
-                t.result = Some(json!({"error": format!("the worker crashed {crashes} times")}));
-                Ok(())
-            })?;
-            self.log(
-                "error",
-                format!(
-                    "{} failed: its worker crashed {crashes} times",
-                    task.id.as_str()
-                ),
-                data,
-            );
-        } else {
-            self.log(
-                "warning",
-                format!(
-                    "{}: worker crashed ({crashes}/{}); the task returns to pending",
-                    task.id.as_str(),
-                    self.options.crash_retries
-                ),
-                data,
-            );
-            (self.on_progress)(&Progress::Crashed {
-                task: task.id.clone(),
-                crashes,
-            });
-        }
-        Ok(())
-    }
-
+    /// Each stuck pending task and why it cannot start.
     fn stuck(&self, tasks: &[Task]) -> Vec<(TaskId, String)> {
+        let launcher = self.launcher();
         let by_id: BTreeMap<&TaskId, &Task> = tasks.iter().map(|t| (&t.id, t)).collect();
         tasks
             .iter()
             .filter(|t| t.status == TaskStatus::Pending)
             .map(|t| {
-                if self.role_of(t).is_none() {
+                if launcher.role_of(t).is_none() {
                     return (
                         t.id.clone(),
                         format!(
@@ -498,21 +384,19 @@ impl<'a, B: MessageBus> Team<'a, B> {
             .collect()
     }
 
-    /// React to workers' callbacks on the bus: `capability_gap` (warn and
-    /// go on) and `consensus_blocked` (HIGH: one revision task, then a pause
-    /// for a person; MEDIUM: noted in `wisdom/issues.md`; LOW: go on).
-    fn callbacks(&mut self) -> wavecrew_core::Result<()> {
-        let recent = self
-            .bus
-            .list(&wavecrew_core::bus::ListFilter {
-                last: 100,
-                ..wavecrew_core::bus::ListFilter::default()
-            })
+    /// React to workers' callbacks on the bus since `cursor`:
+    /// `capability_gap` (warn and go on) and `consensus_blocked` (HIGH: one
+    /// revision task, then a pause for a person; MEDIUM: noted in
+    /// `wisdom/issues.md`; LOW: go on). Returns whether a task was created.
+    async fn follow_bus(&mut self, cursor: &mut BusCursor) -> wavecrew_core::Result<bool> {
+        let bus = Arc::clone(&self.bus);
+        let from = *cursor;
+        let (records, next) = blocking(move || bus.since(from))
+            .await
             .map_err(|e| wavecrew_core::CoreError::Bus(e.to_string()))?;
-        for m in recent.messages {
-            if !self.seen_messages.insert(m.id.clone()) {
-                continue;
-            }
+        *cursor = next;
+        let mut created = false;
+        for m in records {
             let data = m.data.clone().unwrap_or_default();
             let task = data
                 .get("task_id")
@@ -525,7 +409,7 @@ impl<'a, B: MessageBus> Team<'a, B> {
                     d.insert("gap".into(), json!(m.summary));
                     self.log(
                         "warning",
-                        format!(
+                        &format!(
                             "capability gap reported by {}: {} (continuing; add a role file or re-run team-coordinate to cover it)",
                             m.from, m.summary
                         ),
@@ -539,20 +423,22 @@ impl<'a, B: MessageBus> Team<'a, B> {
                         .unwrap_or("LOW")
                         .to_ascii_uppercase();
                     match severity.as_str() {
-                        "HIGH" => self.consensus_high(&task, &m.summary)?,
+                        "HIGH" => created |= self.consensus_high(&task, &m.summary)?,
                         "MEDIUM" => {
-                            let id = TaskId::new(if task.is_empty() {
-                                "UNKNOWN-000".to_owned()
-                            } else {
-                                task.clone()
-                            })
-                            .unwrap_or_else(|_| TaskId::new("UNKNOWN-000").expect("valid id"));
-                            let _ = wavecrew_core::wisdom::append_wisdom(
+                            let Some(id) = TaskId::new(task.clone())
+                                .or_else(|_| TaskId::new("UNKNOWN-000"))
+                                .ok()
+                            else {
+                                continue;
+                            };
+                            if let Err(e) = wavecrew_core::wisdom::append_wisdom(
                                 &self.valid.dir,
                                 "issues",
                                 &id,
                                 &format!("consensus blocked (MEDIUM): {}", m.summary),
-                            );
+                            ) {
+                                tracing::error!("wisdom/issues.md: {e}");
+                            }
                         }
                         _ => {}
                     }
@@ -560,10 +446,13 @@ impl<'a, B: MessageBus> Team<'a, B> {
                 _ => {}
             }
         }
-        Ok(())
+        Ok(created)
     }
 
-    fn consensus_high(&mut self, task: &str, reason: &str) -> wavecrew_core::Result<()> {
+    /// A HIGH `consensus_blocked`: the first time, a revision task
+    /// `<ID>-R1` for the same owner; after that, a pause. Returns whether
+    /// the revision was created.
+    fn consensus_high(&mut self, task: &str, reason: &str) -> wavecrew_core::Result<bool> {
         let n = self.revisions.entry(task.to_owned()).or_insert(0);
         *n += 1;
         let revision = format!("{task}-R1");
@@ -590,192 +479,536 @@ impl<'a, B: MessageBus> Team<'a, B> {
                 d.insert("revises".into(), json!(task));
                 self.log(
                     "task_created",
-                    format!("consensus blocked (HIGH) on {task}: revision task {revision} created"),
+                    &format!(
+                        "consensus blocked (HIGH) on {task}: revision task {revision} created"
+                    ),
                     d,
                 );
-                return Ok(());
+                return Ok(true);
             }
         }
         let mut d = Map::new();
         d.insert("task_id".into(), json!(task));
         self.log(
             "paused",
-            format!("consensus blocked (HIGH) again on {task}: pausing for a person"),
+            &format!("consensus blocked (HIGH) again on {task}: pausing for a person"),
             d,
         );
         self.paused = Some((task.to_owned(), reason.to_owned()));
-        Ok(())
+        Ok(false)
+    }
+
+    /// The scheduler's view of the tasks: a node per task a role takes
+    /// (completed ones as done), critical-path estimates, classes for the
+    /// role and backend limits, declared files. A task no role takes, and
+    /// everything downstream of it, is left out: it stays pending and the
+    /// run ends stalled, naming it.
+    fn nodes(&self, tasks: &[Task], measured: &Measured) -> Vec<TaskNode> {
+        let launcher = self.launcher();
+        let config = &self.options.config;
+        let (_, backend_limits) = config.concurrency();
+        let role_limits = &config.limits.roles;
+        let mut unrunnable: HashSet<&TaskId> = tasks
+            .iter()
+            .filter(|t| t.status != TaskStatus::Completed && launcher.role_of(t).is_none())
+            .map(|t| &t.id)
+            .collect();
+        // Downstream of an unrunnable task: one pass over the edges per
+        // level reached (the dependents index is built once).
+        let mut dependents: HashMap<&TaskId, Vec<&TaskId>> = HashMap::new();
+        for t in tasks {
+            for b in &t.blocked_by {
+                dependents.entry(b).or_default().push(&t.id);
+            }
+        }
+        let mut stack: Vec<&TaskId> = unrunnable.iter().copied().collect();
+        while let Some(id) = stack.pop() {
+            for d in dependents.get(id).into_iter().flatten() {
+                if unrunnable.insert(d) {
+                    stack.push(d);
+                }
+            }
+        }
+        tasks
+            .iter()
+            .filter(|t| !unrunnable.contains(&t.id))
+            .map(|t| {
+                let role = launcher.role_of(t).map(|(name, _)| name);
+                let estimate = t
+                    .estimate_secs()
+                    .or_else(|| measured.of(&t.id))
+                    .unwrap_or(wavecrew_scheduler::DEFAULT_ESTIMATE);
+                let mut node = TaskNode::new(t.id.clone(), t.blocked_by.iter().cloned())
+                    .with_done(t.status == TaskStatus::Completed)
+                    .with_estimate(estimate)
+                    .with_files(t.files());
+                if let Some(role) = role.filter(|r| role_limits.contains_key(r)) {
+                    node = node.with_more_class(role_class(&role));
+                }
+                let backend = self
+                    .options
+                    .backend
+                    .as_deref()
+                    .or_else(|| t.executor())
+                    .map(|b| config.canonical_name(b));
+                if let Some(b) = backend.filter(|b| backend_limits.contains_key(b)) {
+                    node = node.with_more_class(backend_class(&b));
+                }
+                node
+            })
+            .collect()
+    }
+
+    fn dispatch_options(&self) -> DispatchOptions {
+        let config = &self.options.config;
+        let mut options = DispatchOptions::default()
+            .with_max_parallel(Some(self.options.max_parallel.max(1)))
+            .with_failure_policy(self.options.on_failure);
+        for (role, limit) in &config.limits.roles {
+            options = options.with_class_limit(role_class(role), *limit);
+        }
+        for (backend, limit) in config.concurrency().1 {
+            options = options.with_class_limit(backend_class(&backend), limit);
+        }
+        options
     }
 
     /// Run the pipeline in the foreground until it ends.
     pub async fn run(&mut self) -> wavecrew_core::Result<RunEnd> {
-        let mut stopping = false;
-        let mut last_totals = (usize::MAX, usize::MAX);
+        let store = Arc::clone(&self.store);
+        let tasks = blocking(move || store.list()).await?;
+        let done = tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Completed)
+            .count();
+        let (notes, ledger) = Ledger::start(
+            self.valid.clone(),
+            Arc::clone(&self.store),
+            Arc::clone(&self.bus),
+            Arc::clone(&self.on_progress),
+            (tasks.len(), done),
+        );
+        let outcome = self.dispatch_rounds(tasks, &notes).await;
+        drop(notes);
+        let valid = ledger.finish();
+        self.valid.session.active_workers = valid.session.active_workers;
+        self.valid.session.pipeline = valid.session.pipeline;
+        let stopping = outcome?;
+        let store = Arc::clone(&self.store);
+        let tasks = blocking(move || store.list()).await?;
+        if let Some((task, reason)) = self.paused.clone() {
+            self.valid.session.status = SessionStatus::Paused;
+            return Ok(RunEnd::Paused { task, reason });
+        }
+        let failed: Vec<TaskId> = tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Failed)
+            .map(|t| t.id.clone())
+            .collect();
+        let skipped: Vec<TaskId> = tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Skipped)
+            .map(|t| t.id.clone())
+            .collect();
+        let pending = tasks.iter().any(|t| t.status == TaskStatus::Pending);
+        if pending && !stopping && failed.is_empty() {
+            return Ok(RunEnd::Stalled {
+                stuck: self.stuck(&tasks),
+            });
+        }
+        if failed.is_empty() && !pending {
+            return Ok(RunEnd::Complete);
+        }
+        Ok(RunEnd::Failed { failed, skipped })
+    }
+
+    /// Dispatch rounds: one over the tasks as they are, then another only
+    /// if the bus made new tasks (a consensus revision) while nothing was
+    /// stopping. Returns whether the run stopped early.
+    async fn dispatch_rounds(
+        &mut self,
+        mut tasks: Vec<Task>,
+        notes: &NoteSender,
+    ) -> wavecrew_core::Result<bool> {
+        let bus = Arc::clone(&self.bus);
+        let mut cursor = blocking(move || bus.since(BusCursor::START).map(|(_, c)| c))
+            .await
+            .map_err(|e| wavecrew_core::CoreError::Bus(e.to_string()))?;
+        let session_dir = self.valid.dir.clone();
+        let measured = blocking(move || Measured::read(&session_dir)).await;
+        let runner = Arc::new(WorkerRunner {
+            store: Arc::clone(&self.store),
+            bus: Arc::clone(&self.bus),
+            launcher: self.launcher(),
+            notes: notes.clone(),
+            crash_retries: self.options.crash_retries,
+            poll: self.options.poll,
+        });
         loop {
-            self.reap()?;
-            self.callbacks()?;
-            if self.paused.is_some() {
-                stopping = true;
+            let dag = Dag::build(self.nodes(&tasks, &measured), &BuildOptions::default()).map_err(
+                |e| wavecrew_core::CoreError::invalid(&self.valid.dir, "tasks", e.to_string()),
+            )?;
+            if dag.pending_len() == 0 {
+                return Ok(false);
             }
-            let tasks = self.store.list()?;
-            // Newly final tasks.
-            for t in &tasks {
-                if matches!(t.status, TaskStatus::Completed | TaskStatus::Failed)
-                    && self.reported.insert(t.id.clone())
-                {
-                    (self.on_progress)(&Progress::Finished {
-                        task: t.id.clone(),
-                        status: t.status,
-                    });
-                    if t.status == TaskStatus::Failed {
-                        match self.options.on_failure {
-                            OnFailure::Stop => stopping = true,
-                            OnFailure::Continue => {
-                                for d in Self::dependents(&tasks, &t.id) {
-                                    let skipped = self.store.update(&d, &mut |x| {
-                                        if x.status == TaskStatus::Pending {
-                                            x.status = TaskStatus::Skipped;
-                                            x.result =
-                                                Some(json!({"skipped_because": t.id.as_str()}));
-                                        }
-                                        Ok(())
-                                    })?;
-                                    if skipped.status == TaskStatus::Skipped
-                                        && self.reported.insert(d.clone())
-                                    {
-                                        let mut data = Map::new();
-                                        data.insert("task_id".into(), json!(d.as_str()));
-                                        data.insert("because".into(), json!(t.id.as_str()));
-                                        self.log(
-                                            "task_skipped",
-                                            format!(
-                                                "{} skipped: {} failed",
-                                                d.as_str(),
-                                                t.id.as_str()
-                                            ),
-                                            data,
-                                        );
-                                        (self.on_progress)(&Progress::Finished {
-                                            task: d,
-                                            status: TaskStatus::Skipped,
-                                        });
-                                    }
-                                }
-                            }
+            let events = notes.clone();
+            let dispatcher = Dispatcher::new(&dag, self.dispatch_options())
+                .map_err(|e| {
+                    wavecrew_core::CoreError::invalid(&self.valid.dir, "limits", e.to_string())
+                })?
+                .on_event(move |e| {
+                    let note = match e {
+                        DispatchEvent::Started(_) => Note::Running,
+                        DispatchEvent::Finished(..) => Note::Done,
+                        DispatchEvent::Skipped(id, cause) => Note::Skip {
+                            task: id.clone(),
+                            cause: cause.clone(),
+                        },
+                        _ => return,
+                    };
+                    let _ = events.send(note);
+                });
+            let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+            let shutdown = async move {
+                let _ = stop_rx.wait_for(|stop| *stop).await;
+            };
+            let dispatch = dispatcher.run_until(Arc::clone(&runner), shutdown);
+            tokio::pin!(dispatch);
+            let mut created = false;
+            let report = loop {
+                tokio::select! {
+                    report = &mut dispatch => break report,
+                    () = tokio::time::sleep(self.options.poll) => {
+                        created |= self.follow_bus(&mut cursor).await?;
+                        if self.paused.is_some() {
+                            let _ = stop_tx.send(true);
                         }
                     }
                 }
-            }
-            let tasks = self.store.list()?;
-            let running_tasks: Vec<&Task> = tasks
-                .iter()
-                .filter(|t| t.status == TaskStatus::InProgress)
-                .collect();
-            // Adopted workers: in progress under a live pid that is not ours
-            // (fast-advance, or workers of an earlier run).
-            let adopted = running_tasks
-                .iter()
-                .filter(|t| {
-                    t.lease.as_ref().is_some_and(|l| {
-                        pid_alive(l.pid) && !self.workers.iter().any(|w| w.pid == l.pid)
-                    })
-                })
-                .count();
-            let orphans: Vec<Task> = running_tasks
-                .iter()
-                .filter(|t| {
-                    t.lease.as_ref().is_none_or(|l| !pid_alive(l.pid))
-                        && !self
-                            .workers
-                            .iter()
-                            .any(|w| t.lease.as_ref().is_some_and(|l| l.pid == w.pid))
-                })
-                .map(|t| (*t).clone())
-                .collect();
-            for t in &orphans {
-                self.crashed(t)?;
-            }
-            let busy = self.workers.len() + adopted;
-            let done = tasks
-                .iter()
-                .filter(|t| t.status == TaskStatus::Completed)
-                .count();
-            if (done, busy) != last_totals {
-                last_totals = (done, busy);
-                (self.on_progress)(&Progress::Totals {
-                    done,
-                    total: tasks.len(),
-                    running: busy,
-                });
-            }
-            let held: HashSet<&TaskId> = self.workers.iter().map(|w| &w.task).collect();
-            let ready: Vec<Task> = if stopping {
-                Vec::new()
-            } else {
-                ready_tasks(&tasks)
-                    .into_iter()
-                    .filter(|t| !held.contains(&t.id) && self.role_of(t).is_some())
-                    .cloned()
-                    .collect()
             };
-            let free = self.options.max_parallel.saturating_sub(busy);
-            for t in ready.iter().take(free) {
-                if let Err(e) = self.spawn(t, false) {
-                    let mut data = Map::new();
-                    data.insert("task_id".into(), json!(t.id.as_str()));
-                    data.insert("error".into(), json!(e.to_string()));
-                    self.log("error", format!("{}: {e}", t.id.as_str()), data);
-                    self.store.update(&t.id, &mut |x| {
-                        x.status = TaskStatus::Failed;
-                        x.result = Some(json!({"error": e.to_string()}));
-                        Ok(())
-                    })?;
-                }
+            // Records the last workers wrote before they exited.
+            created |= self.follow_bus(&mut cursor).await?;
+            let stopped_by_failure = self.options.on_failure == FailurePolicy::Stop
+                && report
+                    .states
+                    .values()
+                    .any(|s| matches!(s, FinalState::Failed(_)));
+            if report.cancelled || stopped_by_failure || self.paused.is_some() {
+                return Ok(true);
             }
-            // The session file changes when a worker starts or ends or a
-            // task completes: rewrite it then, not on every poll.
-            let key = (
-                self.valid.session.active_workers.len(),
-                done,
-                tasks.iter().filter(|t| t.status.is_terminal()).count(),
-            );
-            if self.last_saved != Some(key) {
-                write_session(&mut self.valid, &tasks)?;
-                self.last_saved = Some(key);
+            if !created {
+                return Ok(false);
             }
-            if busy == 0 && ready.is_empty() && orphans.is_empty() {
-                if let Some((task, reason)) = self.paused.clone() {
-                    self.valid.session.status = wavecrew_core::SessionStatus::Paused;
-                    return Ok(RunEnd::Paused { task, reason });
-                }
-                let tasks = self.store.list()?;
-                let failed: Vec<TaskId> = tasks
-                    .iter()
-                    .filter(|t| t.status == TaskStatus::Failed)
-                    .map(|t| t.id.clone())
-                    .collect();
-                let skipped: Vec<TaskId> = tasks
-                    .iter()
-                    .filter(|t| t.status == TaskStatus::Skipped)
-                    .map(|t| t.id.clone())
-                    .collect();
-                let pending = tasks.iter().any(|t| t.status == TaskStatus::Pending);
-                if pending && !stopping && failed.is_empty() {
-                    return Ok(RunEnd::Stalled {
-                        stuck: self.stuck(&tasks),
-                    });
-                }
-                if failed.is_empty() && !pending {
-                    return Ok(RunEnd::Complete);
-                }
-                return Ok(RunEnd::Failed { failed, skipped });
-            }
-            tokio::time::sleep(self.options.poll).await;
+            let store = Arc::clone(&self.store);
+            tasks = blocking(move || store.list()).await?;
         }
     }
 
     /// How long since this orchestrator started.
     pub fn elapsed(&self) -> Duration {
         self.started.elapsed()
+    }
+}
+
+fn role_class(role: &str) -> String {
+    format!("role:{role}")
+}
+
+fn backend_class(backend: &str) -> String {
+    format!("backend:{backend}")
+}
+
+/// Durations measured in earlier runs of the session (from the attempts'
+/// `outcome.json`), for the critical path of tasks without an estimate.
+#[derive(Debug, Default)]
+struct Measured {
+    /// Seconds of each task's attempts, summed.
+    by_task: HashMap<String, f64>,
+}
+
+impl Measured {
+    fn read(session_dir: &Path) -> Measured {
+        let mut by_task = HashMap::new();
+        let Ok(entries) = std::fs::read_dir(session_dir.join("attempts")) else {
+            return Measured::default();
+        };
+        for entry in entries.flatten() {
+            let Ok(attempts) = std::fs::read_dir(entry.path()) else {
+                continue;
+            };
+            let mut seconds = 0.0;
+            for attempt in attempts.flatten() {
+                let Ok(text) = std::fs::read(attempt.path().join("outcome.json")) else {
+                    continue;
+                };
+                let ms = serde_json::from_slice::<Value>(&text)
+                    .ok()
+                    .and_then(|v| v.get("duration_ms").and_then(Value::as_f64));
+                seconds += ms.unwrap_or(0.0) / 1000.0;
+            }
+            if seconds > 0.0 {
+                by_task.insert(entry.file_name().to_string_lossy().into_owned(), seconds);
+            }
+        }
+        Measured { by_task }
+    }
+
+    /// The task's own measured time, else the mean of the tasks measured
+    /// so far.
+    fn of(&self, id: &TaskId) -> Option<f64> {
+        if let Some(s) = self.by_task.get(id.as_str()) {
+            return Some(*s);
+        }
+        if self.by_task.is_empty() {
+            return None;
+        }
+        #[allow(clippy::cast_precision_loss)] // a count of tasks
+        let n = self.by_task.len() as f64;
+        Some(self.by_task.values().sum::<f64>() / n)
+    }
+}
+
+/// Runs one task of a foreground run: reads it once, adopts a live worker
+/// of an earlier run, or starts a worker and waits for its exit; a worker
+/// that ends without finishing its task is a crash (the task returns to
+/// pending and is retried up to a limit).
+struct WorkerRunner<B: MessageBus + 'static> {
+    store: Arc<dyn TaskStore>,
+    bus: Arc<B>,
+    launcher: Launcher,
+    notes: NoteSender,
+    crash_retries: u32,
+    poll: Duration,
+}
+
+impl<B: MessageBus + 'static> WorkerRunner<B> {
+    async fn get(&self, id: &TaskId) -> wavecrew_core::Result<Task> {
+        let store = Arc::clone(&self.store);
+        let id = id.clone();
+        blocking(move || store.get(&id)).await
+    }
+
+    fn ended(&self, task: &Task) -> Option<RunOutcome> {
+        let outcome = match task.status {
+            TaskStatus::Completed => RunOutcome::Succeeded,
+            TaskStatus::Failed => RunOutcome::failed(task.error().unwrap_or("failed")),
+            TaskStatus::Skipped => return Some(RunOutcome::failed("skipped")),
+            _ => return None,
+        };
+        let _ = self.notes.send(Note::Finished {
+            task: task.id.clone(),
+            status: task.status,
+        });
+        Some(outcome)
+    }
+
+    /// A worker ended without finishing `id`: back to pending, or failed
+    /// after too many crashes.
+    async fn crashed(
+        &self,
+        id: &TaskId,
+        crashes: u32,
+    ) -> wavecrew_core::Result<Option<RunOutcome>> {
+        let store = Arc::clone(&self.store);
+        let bus = Arc::clone(&self.bus);
+        let retries = self.crash_retries;
+        let task = id.clone();
+        let give_up = crashes > retries;
+        let updated = blocking(move || {
+            let updated = store.update(&task, &mut |t| {
+                if matches!(t.status, TaskStatus::InProgress | TaskStatus::Pending) {
+                    t.lease = None;
+                    if give_up {
+                        t.status = TaskStatus::Failed;
+                        t.result =
+                            Some(json!({"error": format!("the worker crashed {crashes} times")}));
+                    } else {
+                        t.status = TaskStatus::Pending;
+                        t.attempts = t.attempts.max(1);
+                    }
+                }
+                Ok(())
+            })?;
+            let mut data = task_data(&task);
+            data.insert("crashes".into(), json!(crashes));
+            if give_up {
+                log_record(
+                    &*bus,
+                    "error",
+                    &format!(
+                        "{} failed: its worker crashed {crashes} times",
+                        task.as_str()
+                    ),
+                    data,
+                );
+            } else {
+                log_record(
+                    &*bus,
+                    "warning",
+                    &format!(
+                        "{}: worker crashed ({crashes}/{retries}); the task returns to pending",
+                        task.as_str()
+                    ),
+                    data,
+                );
+            }
+            wavecrew_core::Result::Ok(updated)
+        })
+        .await?;
+        if give_up {
+            return Ok(self.ended(&updated));
+        }
+        let _ = self.notes.send(Note::Crashed {
+            task: id.clone(),
+            crashes,
+        });
+        Ok(None)
+    }
+
+    async fn run_task(&self, id: &TaskId) -> wavecrew_core::Result<RunOutcome> {
+        let mut crashes = 0;
+        loop {
+            let task = self.get(id).await?;
+            if let Some(outcome) = self.ended(&task) {
+                return Ok(outcome);
+            }
+            if task.status == TaskStatus::InProgress {
+                let holder = task.lease.as_ref().map(|l| l.pid);
+                if let Some(pid) = holder.filter(|p| pid_alive(*p)) {
+                    // A live worker of an earlier run (or spawn-and-stop):
+                    // adopt it, wait for it to end.
+                    while blocking(move || pid_alive(pid)).await {
+                        tokio::time::sleep(self.poll).await;
+                    }
+                    let after = self.get(id).await?;
+                    if after.status != TaskStatus::InProgress {
+                        continue;
+                    }
+                }
+                crashes += 1;
+                if let Some(outcome) = self.crashed(id, crashes).await? {
+                    return Ok(outcome);
+                }
+                continue;
+            }
+            let launcher = self.launcher.clone();
+            let to_start = task.clone();
+            let started = blocking(move || launcher.spawn(&to_start, false)).await;
+            let mut started = match started {
+                Ok(s) => s,
+                Err(e) => return self.could_not_start(&task, &e).await,
+            };
+            let pid = started.pid;
+            // The ledger records it (session, bus, progress) in the order
+            // of everything else that happened.
+            let _ = self.notes.send(Note::Spawned {
+                task: id.clone(),
+                role: started.role.clone(),
+                pid,
+            });
+            let exit = started.child.wait().await;
+            let _ = self.notes.send(Note::Exited { pid });
+            if let Err(e) = exit {
+                tracing::error!("{}: waiting for its worker: {e}", id.as_str());
+            }
+            let after = self.get(id).await?;
+            if let Some(outcome) = self.ended(&after) {
+                return Ok(outcome);
+            }
+            let taken_over = after.status == TaskStatus::InProgress
+                && after
+                    .lease
+                    .as_ref()
+                    .is_some_and(|l| l.pid != pid && pid_alive(l.pid));
+            if !taken_over {
+                crashes += 1;
+                if let Some(outcome) = self.crashed(id, crashes).await? {
+                    return Ok(outcome);
+                }
+            }
+        }
+    }
+
+    async fn could_not_start(
+        &self,
+        task: &Task,
+        e: &std::io::Error,
+    ) -> wavecrew_core::Result<RunOutcome> {
+        let store = Arc::clone(&self.store);
+        let bus = Arc::clone(&self.bus);
+        let id = task.id.clone();
+        let error = e.to_string();
+        let updated = blocking(move || {
+            let mut data = task_data(&id);
+            data.insert("error".into(), json!(error));
+            log_record(&*bus, "error", &format!("{}: {error}", id.as_str()), data);
+            store.update(&id, &mut |x| {
+                x.status = TaskStatus::Failed;
+                x.result = Some(json!({"error": error}));
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(self
+            .ended(&updated)
+            .unwrap_or_else(|| RunOutcome::failed(e.to_string())))
+    }
+}
+
+#[async_trait::async_trait]
+impl<B: MessageBus + 'static> TaskRunner for WorkerRunner<B> {
+    async fn run(&self, id: &TaskId) -> RunOutcome {
+        match self.run_task(id).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::error!("{}: {e}", id.as_str());
+                RunOutcome::failed(e.to_string())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(s: &str) -> TaskId {
+        TaskId::new(s).unwrap()
+    }
+
+    #[test]
+    fn measured_durations_come_from_earlier_attempts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let write = |task: &str, n: u32, ms: u64| {
+            let dir = tmp.path().join("attempts").join(task).join(n.to_string());
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("outcome.json"),
+                json!({"duration_ms": ms, "outcome": "success"}).to_string(),
+            )
+            .unwrap();
+        };
+        write("IMPL-001", 1, 1500);
+        write("IMPL-001", 2, 500);
+        write("IMPL-002", 1, 4000);
+        // An attempt killed before its outcome counts nothing.
+        std::fs::create_dir_all(tmp.path().join("attempts/IMPL-003/1")).unwrap();
+        let m = Measured::read(tmp.path());
+        assert_eq!(m.of(&id("IMPL-001")), Some(2.0), "its attempts, summed");
+        assert_eq!(m.of(&id("IMPL-002")), Some(4.0));
+        assert_eq!(m.of(&id("IMPL-009")), Some(3.0), "the mean of the others");
+        assert!(
+            Measured::read(&tmp.path().join("none"))
+                .of(&id("IMPL-001"))
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_failure_policy_reads_and_prints_its_name() {
+        for p in FailurePolicy::ALL {
+            assert_eq!(p.name().parse::<FailurePolicy>().unwrap(), p);
+        }
+        assert!("sometimes".parse::<FailurePolicy>().is_err());
     }
 }

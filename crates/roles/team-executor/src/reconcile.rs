@@ -13,7 +13,7 @@
 //!   `active_workers` = the live workers, pipeline counts.
 
 use serde_json::{Map, Value, json};
-use wavecrew_core::bus::{MessageBus, NewMessage};
+use wavecrew_core::bus::MessageBus;
 use wavecrew_core::store::{LeasePolicy, pid_alive, this_host};
 use wavecrew_core::{SessionStatus, Task, TaskId, TaskStatus, TaskStore};
 
@@ -34,17 +34,10 @@ pub struct Reconciled {
     pub live: Vec<(TaskId, u32)>,
 }
 
-fn note<B: MessageBus>(bus: &B, kind: &str, summary: String, task: &TaskId) {
+fn note<B: MessageBus>(bus: &B, kind: &str, summary: &str, task: &TaskId) {
     let mut data = Map::new();
     data.insert("task_id".into(), json!(task.as_str()));
-    let _ = bus.log(NewMessage {
-        from: "executor".into(),
-        to: Some("coordinator".into()),
-        kind: Some(kind.into()),
-        summary: Some(["[executor] ".to_owned(), summary].concat()),
-        data: Some(data),
-        reference: None,
-    });
+    crate::orchestrate::log_record(bus, kind, summary, data);
 }
 
 /// Reconcile a validated session.
@@ -92,7 +85,7 @@ pub fn reconcile<B: MessageBus>(
         note(
             bus,
             "warning",
-            format!("Task {} reset from interrupted state", id.as_str()),
+            &format!("Task {} reset from interrupted state", id.as_str()),
             id,
         );
     }
@@ -100,7 +93,7 @@ pub fn reconcile<B: MessageBus>(
         note(
             bus,
             "error",
-            format!("Orphan {} reset: its worker is gone", id.as_str()),
+            &format!("Orphan {} reset: its worker is gone", id.as_str()),
             id,
         );
     }
@@ -117,7 +110,7 @@ pub fn reconcile<B: MessageBus>(
             note(
                 bus,
                 "warning",
-                format!(
+                &format!(
                     "{} was in completed_tasks but is not completed; removed",
                     id.as_str()
                 ),
@@ -148,13 +141,23 @@ pub fn write_session(valid: &mut ValidSession, tasks: &[Task]) -> wavecrew_core:
         .iter()
         .filter(|t| t.status == TaskStatus::Completed)
         .count();
+    write_session_counts(valid, tasks.len(), done)
+}
+
+/// [`write_session`] from counts the caller keeps (the orchestrator counts
+/// as tasks end, instead of listing the store for every write).
+pub fn write_session_counts(
+    valid: &mut ValidSession,
+    total: usize,
+    done: usize,
+) -> wavecrew_core::Result<()> {
     let mut pipeline = valid
         .session
         .pipeline
         .clone()
         .and_then(|p| p.as_object().cloned())
         .unwrap_or_default();
-    pipeline.insert("tasks_total".into(), json!(tasks.len()));
+    pipeline.insert("tasks_total".into(), json!(total));
     pipeline.insert("tasks_completed".into(), json!(done));
     valid.session.pipeline = Some(Value::Object(pipeline));
     valid.session.write(&valid.dir.join("team-session.json"))

@@ -26,17 +26,14 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock};
+use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::{Map, Value, json};
-use wavecrew_backends::attempts::{TaskAttempts, run_task};
-use wavecrew_backends::config::Config;
 use wavecrew_backends::prompts::fence;
-use wavecrew_backends::routing::resolve_executor;
 use wavecrew_core::role::{PhaseError, Report, Role};
-use wavecrew_core::{Mode, NewMessage, Task, TaskId, TaskStatus};
-use wavecrew_msgbus::Bus;
+use wavecrew_core::{Mode, NewMessage, Task};
+use wavecrew_role_kit::{Attempt, ReportBuilder, RoleContext, derived_id};
 use wavecrew_validation::{
     FixReply, FixRequest, Fixer, Framework, LoopOptions, LoopOutcome, RunResult, TestOptions,
     TestRunner, run_fix_loop, write_run_result,
@@ -99,25 +96,10 @@ pub fn framework_from_state(state: Option<&Value>) -> Option<Framework> {
 }
 
 /// The `TESTRUN-*` role.
+#[derive(Debug, Clone)]
 pub struct TestRunRole {
-    /// The project root.
-    pub project_root: PathBuf,
-    /// The session folder.
-    pub session_dir: PathBuf,
-    /// `wavecrew.toml`.
-    pub config: Config,
-    /// The session's bus (state reads and appends).
-    pub bus: Arc<Bus>,
-    /// `--backend`, when given.
-    pub run_backend: Option<String>,
-}
-
-impl std::fmt::Debug for TestRunRole {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestRunRole")
-            .field("session_dir", &self.session_dir)
-            .finish_non_exhaustive()
-    }
+    /// The session, configuration, bus (state reads and appends) and templates.
+    pub ctx: RoleContext,
 }
 
 /// The agent that fixes test files.
@@ -166,20 +148,24 @@ impl Fixer for BackendFixer<'_> {
                 .map_or_else(|| "none".into(), |c| format!("{c:.0}%")),
             fence(&failures.join("\n"), "test failures"),
         );
-        let id = TaskId::new(format!("{}-fix{}", self.task.id.as_str(), request.round))
-            .unwrap_or_else(|_| self.task.id.clone());
-        let render = |_: u32, _: Option<&str>| prompt.clone();
-        let run = run_task(&TaskAttempts {
-            config: &self.role.config,
-            backend: &self.backend,
-            task_id: &id,
-            cwd: &request.root,
-            mode: Mode::Write,
-            session_dir: &self.role.session_dir,
-            prompt: &render,
-            on_event: &|_| {},
-        })
-        .await;
+        let ctx = &self.role.ctx;
+        let fixer_error = |e: PhaseError| wavecrew_validation::ValidationError::Fixer {
+            round: request.round,
+            message: e.0,
+        };
+        let id =
+            derived_id(&self.task.id, &format!("fix{}", request.round)).map_err(fixer_error)?;
+        let render = |_: u32, _: Option<&str>| Ok(prompt.clone());
+        let run = ctx
+            .attempt(&Attempt::new(
+                &id,
+                &self.backend,
+                &request.root,
+                Mode::Write,
+                &render,
+            ))
+            .await
+            .map_err(fixer_error)?;
         Ok(FixReply {
             summary: run
                 .last()
@@ -271,17 +257,12 @@ impl Role for TestRunRole {
     async fn prepare(&self, task: &Task) -> Result<TestRunWork, PhaseError> {
         let spec = parse_description(&task.description);
         let state = self
+            .ctx
             .bus
             .get_state(Some("strategist"))
             .map_err(|e| PhaseError(format!("message bus: {e}")))?;
         let framework = framework_from_state(state.as_ref());
-        let decision = resolve_executor(
-            &self.config,
-            self.run_backend.as_deref(),
-            task.executor(),
-            None,
-            &task.description,
-        );
+        let decision = self.ctx.decide(task, None);
         Ok(TestRunWork {
             spec,
             framework,
@@ -293,12 +274,13 @@ impl Role for TestRunRole {
 
     async fn execute(&self, task: &Task, work: &mut TestRunWork) -> Result<(), PhaseError> {
         let evidence = self
+            .ctx
             .session_dir
             .join("results")
             .join("evidence")
             .join(task.id.as_str());
         let mut runner = TestRunner::new(
-            &self.project_root,
+            &self.ctx.project_root,
             TestOptions {
                 framework: work.framework.clone(),
                 evidence_dir: Some(evidence),
@@ -323,7 +305,7 @@ impl Role for TestRunRole {
         )
         .await
         .map_err(|e| PhaseError(format!("the test-fix loop failed: {e}")))?;
-        let record = write_run_result(&self.session_dir, &outcome)
+        let record = write_run_result(&self.ctx.session_dir, &outcome)
             .map_err(|e| PhaseError(format!("cannot write the run record: {e}")))?;
         work.outcome = Some(outcome);
         work.record = Some(record);
@@ -332,10 +314,10 @@ impl Role for TestRunRole {
 
     async fn validate(&self, task: &Task, work: &TestRunWork) -> Report {
         let Some((path, r)) = &work.record else {
-            return Report::failure("error", task, "no run record");
+            return ReportBuilder::failed("error", task, "no run record").build();
         };
         let rel = path
-            .strip_prefix(&self.project_root)
+            .strip_prefix(&self.ctx.project_root)
             .unwrap_or(path)
             .display()
             .to_string();
@@ -346,14 +328,14 @@ impl Role for TestRunRole {
         let history = json!({"layer": layer, "coverage": r.coverage, "target": r.coverage_target,
                              "pass_rate": r.pass_rate, "timestamp": now});
         let (defects, effective) = (r.defect_patterns.clone(), r.effective_patterns.clone());
-        let update = self.bus.update_state(
+        let update = self.ctx.bus.update_state(
             NewMessage {
                 from: "executor".into(),
                 to: Some("coordinator".into()),
                 summary: Some(format!("[executor] state: {} recorded", r.run_id)),
                 ..NewMessage::default()
             },
-            move |state: &Map<String, Value>| {
+            Box::new(move |state: &Map<String, Value>| {
                 let mut out = Map::new();
                 out.insert(
                     "execution_results".into(),
@@ -372,38 +354,34 @@ impl Role for TestRunRole {
                     append(state.get("coverage_history"), history),
                 );
                 out
-            },
+            }),
         );
         if let Err(e) = update {
-            return Report::failure("error", task, &format!("message bus: {e}"));
+            return ReportBuilder::failed("error", task, &format!("message bus: {e}")).build();
         }
         let coverage = r
             .coverage
             .map_or_else(|| "unknown".into(), |c| format!("{c:.1}"));
-        let mut data = Map::new();
-        data.insert("task_id".into(), json!(task.id.as_str()));
-        data.insert("ref".into(), json!(rel));
-        data.insert("run_id".into(), json!(r.run_id));
-        data.insert("pass_rate".into(), json!(r.pass_rate));
-        data.insert("coverage".into(), json!(r.coverage));
-        data.insert("coverage_target".into(), json!(r.coverage_target));
-        data.insert("iterations".into(), json!(r.iterations));
-        data.insert("report".into(), json!(report_text(task, r)));
-        Report {
-            status: TaskStatus::Completed,
-            kind: if r.passed {
+        ReportBuilder::completed(
+            if r.passed {
                 "tests_passed"
             } else {
                 "tests_failed"
-            }
-            .into(),
-            summary: format!(
-                "{}: {coverage}% coverage",
-                if r.passed { "PASSED" } else { "FAILED" }
-            ),
-            result: Value::Object(data.clone()),
-            data,
-        }
+            },
+            task,
+        )
+        .field("ref", &rel)
+        .field("run_id", &r.run_id)
+        .field("pass_rate", r.pass_rate)
+        .field("coverage", r.coverage)
+        .field("coverage_target", r.coverage_target)
+        .field("iterations", r.iterations)
+        .field("report", report_text(task, r))
+        .summary(format!(
+            "{}: {coverage}% coverage",
+            if r.passed { "PASSED" } else { "FAILED" }
+        ))
+        .build()
     }
 }
 

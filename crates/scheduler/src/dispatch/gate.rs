@@ -3,7 +3,8 @@
 //! Three independent checks, all O(1) or O(files × depth):
 //! - global slots: a task takes `weight` slots (capped at the limit, so a
 //!   task heavier than the limit runs alone);
-//! - per-class limits: a task of a limited class takes one of its slots;
+//! - per-class limits: a task takes one slot of every limited class it is
+//!   in (a backend and a role, say);
 //! - declared files: no running task may hold the same path, a folder that
 //!   contains it, or a path inside it.
 
@@ -20,7 +21,7 @@ pub(super) struct Gate {
     capacity: Option<u64>,
     used: u64,
     weight: Vec<u64>,
-    class_of: Vec<Option<usize>>,
+    class_of: Vec<Vec<usize>>,
     class_cap: Vec<usize>,
     class_used: Vec<usize>,
     /// Normalised files per task, each with its proper ancestor folders.
@@ -55,7 +56,7 @@ impl Gate {
         for name in &names {
             if class_limits[*name] == 0 {
                 let ids: Vec<TaskId> = pending()
-                    .filter(|&i| dag.node_at(i).class.as_ref() == Some(*name))
+                    .filter(|&i| dag.node_at(i).classes().any(|c| c == name.as_str()))
                     .map(|i| dag.node_at(i).id.clone())
                     .collect();
                 if !ids.is_empty() {
@@ -87,11 +88,13 @@ impl Gate {
             let node = dag.node_at(i);
             let w = u64::from(node.effective_weight());
             gate.weight.push(capacity.map_or(w, |c| w.min(c)));
-            gate.class_of.push(
-                node.class
-                    .as_deref()
-                    .and_then(|c| class_index.get(c).copied()),
-            );
+            let mut classes: Vec<usize> = node
+                .classes()
+                .filter_map(|c| class_index.get(c).copied())
+                .collect();
+            classes.sort_unstable();
+            classes.dedup();
+            gate.class_of.push(classes);
             gate.files.push(
                 node.files
                     .iter()
@@ -119,8 +122,9 @@ impl Gate {
         {
             return false;
         }
-        if let Some(k) = self.class_of[i]
-            && self.class_used[k] >= self.class_cap[k]
+        if self.class_of[i]
+            .iter()
+            .any(|&k| self.class_used[k] >= self.class_cap[k])
         {
             return false;
         }
@@ -134,7 +138,7 @@ impl Gate {
     /// Take task `i`'s slots and files.
     pub(super) fn acquire(&mut self, i: usize) {
         self.used += self.weight[i];
-        if let Some(k) = self.class_of[i] {
+        for &k in &self.class_of[i] {
             self.class_used[k] += 1;
         }
         for (f, up) in &self.files[i] {
@@ -148,7 +152,7 @@ impl Gate {
     /// Give back what [`Gate::acquire`] took.
     pub(super) fn release(&mut self, i: usize) {
         self.used -= self.weight[i];
-        if let Some(k) = self.class_of[i] {
+        for &k in &self.class_of[i] {
             self.class_used[k] -= 1;
         }
         for (f, up) in &self.files[i] {

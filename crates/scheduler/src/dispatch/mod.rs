@@ -42,6 +42,47 @@ pub enum FailurePolicy {
     Always,
 }
 
+impl FailurePolicy {
+    /// Every policy, in the order the CLI lists them.
+    pub const ALL: [FailurePolicy; 3] = [
+        FailurePolicy::Stop,
+        FailurePolicy::Continue,
+        FailurePolicy::Always,
+    ];
+
+    /// The policy's name on the command line and in files: `stop`,
+    /// `continue`, `always`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailurePolicy::Stop => "stop",
+            FailurePolicy::Continue => "continue",
+            FailurePolicy::Always => "always",
+        }
+    }
+}
+
+impl std::fmt::Display for FailurePolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is not a [`FailurePolicy`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown failure policy `{0}`: expected stop, continue or always")]
+pub struct UnknownFailurePolicy(pub String);
+
+impl std::str::FromStr for FailurePolicy {
+    type Err = UnknownFailurePolicy;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        FailurePolicy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| UnknownFailurePolicy(s.to_owned()))
+    }
+}
+
 /// How a [`Dispatcher`] runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DispatchOptions {

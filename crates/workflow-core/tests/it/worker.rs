@@ -4,7 +4,7 @@
 use std::sync::Mutex;
 
 use serde_json::{Map, Value, json};
-use wavecrew_core::bus::{BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
+use wavecrew_core::bus::{BusCursor, BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
 use wavecrew_core::role::{PhaseError, Report, Role, WorkerOptions, discover, run_worker};
 use wavecrew_core::{FileTaskStore, Task, TaskId, TaskStatus, TaskStore};
 
@@ -50,6 +50,20 @@ impl MessageBus for MemoryBus {
     }
     fn get_state(&self, _: Option<&str>) -> Result<Option<Value>, Self::Error> {
         Ok(None)
+    }
+    fn since(&self, cursor: BusCursor) -> Result<(Vec<BusMessage>, BusCursor), Self::Error> {
+        let all = self.0.lock().unwrap();
+        let from = usize::try_from(cursor.0).unwrap().min(all.len());
+        Ok((all[from..].to_vec(), BusCursor(all.len() as u64)))
+    }
+    fn update_state(
+        &self,
+        mut m: NewMessage,
+        update: wavecrew_core::bus::StateUpdate<'_>,
+    ) -> Result<BusMessage, Self::Error> {
+        m.kind = Some("state_update".into());
+        m.data = Some(update(&Map::new()));
+        self.log(m)
     }
 }
 
@@ -194,8 +208,23 @@ async fn a_failing_phase_is_reported_and_the_task_fails() {
 
 #[tokio::test]
 async fn a_task_whose_completion_is_on_the_bus_is_not_done_twice() {
-    // A worker was killed after its record and before the store update.
+    // A worker was killed after its record and before the store update:
+    // the task stayed in progress under its lease until reconcile reset it.
     let (_tmp, store) = store_with(&[("IMPL-001", &[], "first")]);
+    let id = TaskId::new("IMPL-001").unwrap();
+    let gone = wavecrew_core::WorkerInfo {
+        worker: "executor".into(),
+        pid: u32::MAX - 1,
+        host: "elsewhere".into(),
+    };
+    assert!(matches!(
+        store.claim(&id, &gone).unwrap(),
+        wavecrew_core::Claim::Claimed(_)
+    ));
+    let policy = wavecrew_core::LeasePolicy {
+        stall_after: std::time::Duration::ZERO,
+    };
+    assert_eq!(store.reconcile(&policy).unwrap(), std::slice::from_ref(&id));
     let bus = MemoryBus::default();
     let mut data = Map::new();
     data.insert("task_id".into(), json!("IMPL-001"));

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""The real `wavecrew run` path, measured as a user runs it (by hand, not in CI).
+
+Builds the release binaries once, then for each case writes a ccw session of
+IMPL-* tasks in a fresh project (no git) whose agent is a `command` backend,
+and times `wavecrew run` as a whole process:
+
+  makespan  random 200-task DAGs, agents sleeping log-normal durations around
+            0.5 s, 4 and 16 slots: wall time / max(critical path, work / slots)
+  noop      500 no-op tasks (`true` as the agent) vs the same agent run 500
+            times by `xargs -P <slots>`
+  cpu       the orchestrator's own CPU time per task (children excluded) for
+            500, 1000, 2000 and 5000 no-op tasks
+
+Usage: benches/run_engine.py [makespan|noop|cpu ...] [--seeds N] [--keep]
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.environ.get("WAVECREW_BIN_DIR", os.path.join(ROOT, "target", "release"))
+SESSION = "TC-bench-2026-11-23"
+
+
+def build():
+    subprocess.run(
+        ["cargo", "build", "--release", "--quiet", "-p", "wavecrew-cli"],
+        cwd=ROOT,
+        check=True,
+    )
+
+
+def random_dag(n, rng, max_deps=3, window=20):
+    """Each task depends on up to `max_deps` of the `window` tasks before it."""
+    deps = {}
+    for i in range(n):
+        lo = max(0, i - window)
+        k = rng.randint(0, min(max_deps, i - lo))
+        deps[i] = sorted(rng.sample(range(lo, i), k)) if k else []
+    return deps
+
+
+def tid(i):
+    return f"IMPL-{i + 1:05d}"
+
+
+def write_project(root, deps, agent_argv):
+    s = os.path.join(root, ".workflow", ".team", SESSION)
+    os.makedirs(os.path.join(s, "roles"))
+    graph = {tid(i): {"depends_on": [tid(d) for d in ds], "role": "developer"} for i, ds in deps.items()}
+    roles = [{"name": "developer", "prefix": "IMPL"}]
+    with open(os.path.join(s, "task-analysis.json"), "w") as f:
+        json.dump({"capabilities": [], "dependency_graph": graph, "roles": roles}, f)
+    with open(os.path.join(s, "team-session.json"), "w") as f:
+        json.dump(
+            {
+                "session_id": SESSION,
+                "task_description": "bench",
+                "status": "active",
+                "team_name": SESSION,
+                "roles": [{"name": "developer", "prefix": "IMPL", "role_file": "roles/developer.md"}],
+                "active_workers": [],
+                "completed_tasks": [],
+            },
+            f,
+        )
+    with open(os.path.join(s, "roles", "developer.md"), "w") as f:
+        f.write(
+            "# Role: developer\n\n## Identity\nThe developer.\n\n## Boundaries\n"
+            "The project only.\n\n## Execution\nDo the task.\n"
+        )
+    with open(os.path.join(root, "wavecrew.toml"), "w") as f:
+        f.write(
+            "[aliases]\nagent = \"bench\"\ncodex = \"bench\"\n\n"
+            "[backends.bench]\nkind = \"command\"\n"
+            f"argv = {json.dumps(agent_argv)}\nprompt = \"stdin\"\nstream = \"none\"\n\n"
+            "[routing]\nmax_retries = 0\nfallback = []\n"
+        )
+    return s
+
+
+def run_wavecrew(root, session, slots, cpu=False):
+    """Wall time of `wavecrew run`, and its own CPU seconds when `cpu`."""
+    argv = [os.path.join(BIN, "wavecrew"), "run", session, "--max-parallel", str(slots)]
+    env = dict(os.environ, CI="1")
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    own = None
+    if cpu:
+        # Wait without reaping, then read the zombie's own times (children
+        # are counted separately by the kernel, in cutime/cstime).
+        os.waitid(os.P_PID, p.pid, os.WEXITED | os.WNOWAIT)
+        with open(f"/proc/{p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        tick = os.sysconf("SC_CLK_TCK")
+        own = (int(fields[11]) + int(fields[12])) / tick
+    _, err = p.communicate()
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        sys.exit(f"wavecrew run failed ({p.returncode}):\n{err.decode()[-3000:]}")
+    return wall, own
+
+
+def critical_path(deps, dur):
+    finish = {}
+    for i in sorted(deps):
+        finish[i] = dur[i] + max((finish[d] for d in deps[i]), default=0.0)
+    return max(finish.values())
+
+
+def case_makespan(seeds, keep):
+    print("## makespan: random 200-task DAGs, sleeping agents (log-normal, median 0.5 s)")
+    print("| slots | seed | critical path s | work/slots s | bound s | wall s | ratio |")
+    print("|---|---|---|---|---|---|---|")
+    ratios = {}
+    for slots in (4, 16):
+        for seed in range(seeds):
+            rng = random.Random(seed)
+            deps = random_dag(200, rng)
+            dur = {i: min(3.0, rng.lognormvariate(math.log(0.5), 0.5)) for i in deps}
+            with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as root:
+                with open(os.path.join(root, "durations.txt"), "w") as f:
+                    for i, d in dur.items():
+                        f.write(f"{tid(i)} {d:.3f}\n")
+                with open(os.path.join(root, "agent.sh"), "w") as f:
+                    f.write('sleep "$(grep "^$1 " "$(dirname "$0")/durations.txt" | cut -d" " -f2)"\n')
+                session = write_project(root, deps, ["sh", os.path.join(root, "agent.sh"), "{task_id}"])
+                wall, _ = run_wavecrew(root, session, slots)
+                if keep:
+                    shutil.copytree(root, f"/tmp/wavecrew-bench-makespan-{slots}-{seed}")
+            cp = critical_path(deps, dur)
+            work = sum(dur.values()) / slots
+            bound = max(cp, work)
+            ratios.setdefault(slots, []).append(wall / bound)
+            print(f"| {slots} | {seed} | {cp:.2f} | {work:.2f} | {bound:.2f} | {wall:.2f} | {wall / bound:.3f} |")
+    for slots, r in ratios.items():
+        print(f"slots {slots}: median ratio {sorted(r)[len(r) // 2]:.3f}, max {max(r):.3f}")
+
+
+def case_noop(seeds, keep):
+    print("## noop: 500 independent no-op tasks vs xargs")
+    print("| slots | wavecrew s | xargs s | ratio | per task ms |")
+    print("|---|---|---|---|---|")
+    true = shutil.which("true")
+    for slots in (4,):
+        for _ in range(seeds):
+            deps = {i: [] for i in range(500)}
+            with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as root:
+                session = write_project(root, deps, [true])
+                wall, _ = run_wavecrew(root, session, slots)
+            t0 = time.perf_counter()
+            subprocess.run(
+                ["xargs", "-P", str(slots), "-n", "1", true],
+                input=("\n".join(tid(i) for i in range(500)) + "\n").encode(),
+                check=True,
+            )
+            xargs = time.perf_counter() - t0
+            print(f"| {slots} | {wall:.2f} | {xargs:.3f} | {wall / xargs:.1f} | {wall / 500 * 1000:.1f} |")
+
+
+def case_cpu(seeds, keep):
+    print("## cpu: the orchestrator's own CPU per task (children excluded), 4 slots")
+    print("| tasks | wall s | orchestrator CPU s | CPU per task ms | wall per task ms |")
+    print("|---|---|---|---|---|")
+    true = shutil.which("true")
+    for n in (500, 1000, 2000, 5000):
+        deps = {i: [] for i in range(n)}
+        with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as root:
+            session = write_project(root, deps, [true])
+            wall, own = run_wavecrew(root, session, 4, cpu=True)
+        print(f"| {n} | {wall:.2f} | {own:.2f} | {own / n * 1000:.2f} | {wall / n * 1000:.1f} |")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="*", default=["makespan", "noop", "cpu"])
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--keep", action="store_true", help="copy the makespan projects to /tmp")
+    ap.add_argument("--no-build", action="store_true")
+    args = ap.parse_args()
+    if not args.no_build:
+        build()
+    for case in args.cases:
+        {"makespan": case_makespan, "noop": case_noop, "cpu": case_cpu}[case](args.seeds, args.keep)
+
+
+if __name__ == "__main__":
+    main()

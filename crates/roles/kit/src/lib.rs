@@ -1,0 +1,45 @@
+//! The role kit: what every role of a team pipeline shares, written once.
+//!
+//! * [`RoleContext`]: the project root, the session folder and id,
+//!   `wavecrew.toml`, the `--backend` override, the bus (behind the
+//!   [`MessageBus`](wavecrew_core::MessageBus) port) and the prompt templates;
+//! * [`prompt`]: the render policy: a template that fails to render fails
+//!   the task with the template's error ([`RoleContext::render`]), never an
+//!   empty prompt and never the error text sent as the prompt;
+//! * [`attempt`]: a task's attempts and a review attempt through the
+//!   backends ([`RoleContext::attempt`], [`RoleContext::review`]), the
+//!   backend a task really used ([`backend_used`]), and attempt ids derived
+//!   from a task's that are always distinct from it ([`derived_id`]);
+//! * [`report`]: the typed report builder: the bus record and the task's
+//!   result come from one value;
+//! * [`session`] and [`run`]: opening a session folder for a role binary
+//!   and the role main ([`run_role`]) every binary calls.
+//!
+//! ```
+//! use wavecrew_core::{Task, TaskId, TaskStatus};
+//! use wavecrew_role_kit::{ReportBuilder, derived_id};
+//!
+//! let task = Task::new(TaskId::new("IMPL-001").unwrap(), "t", "d");
+//! // The record and the result are one value.
+//! let report = ReportBuilder::completed("task_complete", &task)
+//!     .field("files_modified", ["src/a.rs"])
+//!     .summary("IMPL-001 complete")
+//!     .build();
+//! assert_eq!(report.status, TaskStatus::Completed);
+//! assert_eq!(serde_json::Value::Object(report.data.clone()), report.result);
+//! // A review's attempts never share the task's folder.
+//! assert_eq!(derived_id(&task.id, "review").unwrap().as_str(), "IMPL-001-review");
+//! ```
+
+pub mod attempt;
+pub mod context;
+pub mod prompt;
+pub mod report;
+pub mod run;
+pub mod session;
+
+pub use attempt::{Attempt, Review, backend_used, derived_id, derived_id_from};
+pub use context::{BusFault, RoleBus, RoleContext, SharedBus, share_bus};
+pub use report::ReportBuilder;
+pub use run::{Follow, RoleExit, run_role};
+pub use session::{KitError, OpenSpec, RoleSession, StoreLayout};

@@ -1,0 +1,58 @@
+//! The end of a foreground run: the session's final state on disk, the
+//! reports, and what to tell the person (the completion banner, each
+//! failure with where to look).
+
+use std::path::PathBuf;
+
+use wavecrew_core::bus::MessageBus;
+use wavecrew_core::{SessionStatus, Task, TaskId, TaskStatus};
+
+use crate::orchestrate::{RunEnd, Team};
+use crate::reconcile::write_session;
+use crate::report::banner;
+
+/// What [`Team::finish`] wrote and has to say.
+#[derive(Debug)]
+pub struct Finished {
+    /// The tasks as they ended.
+    pub tasks: Vec<Task>,
+    /// The reports folder, or why the reports could not be written.
+    pub reports: Result<PathBuf, wavecrew_report::ReportError>,
+    /// The completion banner (seed 001's "TASK COMPLETE" block).
+    pub banner: String,
+    /// Each failed task with its error.
+    pub failures: Vec<(TaskId, String)>,
+}
+
+impl<B: MessageBus + 'static> Team<B> {
+    /// Record how the run ended: the session's status (`completed` or
+    /// `paused`; otherwise unchanged), no active workers, the counts; then
+    /// the reports. A report that cannot be written is returned in
+    /// [`Finished::reports`], never dropped.
+    pub fn finish(&mut self, end: &RunEnd) -> wavecrew_core::Result<Finished> {
+        let tasks = self.store.list()?;
+        match end {
+            RunEnd::Complete => self.valid.session.status = SessionStatus::Completed,
+            RunEnd::Paused { .. } => self.valid.session.status = SessionStatus::Paused,
+            RunEnd::Failed { .. } | RunEnd::Stalled { .. } => {}
+        }
+        self.valid.session.active_workers.clear();
+        write_session(&mut self.valid, &tasks)?;
+        let reports =
+            wavecrew_report::write_reports(&self.valid.dir).map(|_| self.valid.dir.join("reports"));
+        let failures = tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Failed)
+            .map(|t| {
+                let why = t.error().unwrap_or("no error recorded");
+                (t.id.clone(), why.to_owned())
+            })
+            .collect();
+        Ok(Finished {
+            banner: banner(&self.valid, &tasks, self.elapsed()),
+            tasks,
+            reports,
+            failures,
+        })
+    }
+}

@@ -1,0 +1,167 @@
+//! Which worker takes a task, and starting it.
+//!
+//! A task's role is its owner, else the session role whose prefix it
+//! carries. Built-in roles have their own binaries (`IMPL` →
+//! `wavecrew-executor`, `TESTRUN` → `wavecrew-testrun`, `EXEC` of a `PEX-`
+//! or `RD-` session → `wavecrew-planex` / `wavecrew-roadmap`); a role known
+//! only by its `roles/<name>.md` runs as `wavecrew-team worker --role`.
+//! Every worker is started with argv (never a shell), its output in
+//! `workers/<ID>.log`.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use wavecrew_core::{RoleEntry, SessionId, Task};
+
+/// The program (and leading arguments) of a built-in worker binary.
+pub fn sibling_program(name: &str, bin_dir: Option<&Path>) -> (PathBuf, Vec<String>) {
+    match bin_dir {
+        Some(dir) => (dir.join(name), Vec::new()),
+        None => wavecrew_core::programs::wavecrew_program(name),
+    }
+}
+
+/// What a launcher needs to know of the session and the run.
+#[derive(Debug, Clone)]
+pub struct Launcher {
+    /// The session folder.
+    pub session_dir: PathBuf,
+    /// The session id (`PEX-…` and `RD-…` pick their `EXEC` binaries).
+    pub session_id: SessionId,
+    /// The session's roles.
+    pub roles: Vec<RoleEntry>,
+    /// `--backend` for every worker.
+    pub backend: Option<String>,
+    /// `--config` for every worker.
+    pub config_file: Option<PathBuf>,
+    /// Folder holding the worker binaries (default: beside this program).
+    pub bin_dir: Option<PathBuf>,
+    /// The run's failure policy (`always` lets workers take tasks whose
+    /// blockers failed).
+    pub on_failure: wavecrew_scheduler::FailurePolicy,
+}
+
+/// A started worker.
+#[derive(Debug)]
+pub struct Started {
+    /// The process.
+    pub child: tokio::process::Child,
+    /// Its pid.
+    pub pid: u32,
+    /// The role it runs.
+    pub role: String,
+}
+
+impl Launcher {
+    /// The role of a task (name, prefix): its owner, else the session role
+    /// with its prefix.
+    pub fn role_of(&self, task: &Task) -> Option<(String, String)> {
+        let by_owner = task
+            .owner
+            .as_deref()
+            .and_then(|o| self.roles.iter().find(|r| r.name.as_str() == o));
+        let by_prefix = || {
+            self.roles
+                .iter()
+                .find(|r| Some(r.prefix.as_str()) == task.id.prefix())
+        };
+        by_owner
+            .or_else(by_prefix)
+            .map(|r| (r.name.as_str().to_owned(), r.prefix.clone()))
+    }
+
+    /// The worker command of a task: program, arguments, role. With
+    /// `fast_advance` a built-in worker then takes the one successor of its
+    /// role that the task unblocked (spawn-and-stop, where no orchestrator
+    /// stays to start it).
+    pub fn command(
+        &self,
+        task: &Task,
+        fast_advance: bool,
+    ) -> Option<(PathBuf, Vec<String>, String)> {
+        let (role, prefix) = self.role_of(task)?;
+        let session = self.session_dir.display().to_string();
+        let bin = self.bin_dir.as_deref();
+        let session_id = self.session_id.as_str();
+        let builtin = match prefix.as_str() {
+            "IMPL" => Some("wavecrew-executor"),
+            "TESTRUN" => Some("wavecrew-testrun"),
+            "EXEC" if session_id.starts_with("PEX-") => Some("wavecrew-planex"),
+            "EXEC" if session_id.starts_with("RD-") => Some("wavecrew-roadmap"),
+            _ => None,
+        };
+        let (program, mut args) = if let Some(binary) = builtin {
+            let (program, mut lead) = sibling_program(binary, bin);
+            lead.extend([
+                "--session".into(),
+                session,
+                "--task".into(),
+                task.id.as_str().into(),
+            ]);
+            if fast_advance {
+                lead.push("--fast-advance".into());
+            }
+            (program, lead)
+        } else {
+            let (program, mut lead) = sibling_program("wavecrew-team", bin);
+            lead.extend([
+                "worker".into(),
+                "--session".into(),
+                session,
+                "--task".into(),
+                task.id.as_str().into(),
+                "--role".into(),
+                role.clone(),
+            ]);
+            if fast_advance {
+                lead.push("--fast-advance".into());
+            }
+            (program, lead)
+        };
+        if self.on_failure == wavecrew_scheduler::FailurePolicy::Always {
+            args.push("--on-failure".into());
+            args.push("always".into());
+        }
+        if let Some(b) = &self.backend {
+            args.push("--backend".into());
+            args.push(b.clone());
+        }
+        if let Some(c) = &self.config_file {
+            args.push("--config".into());
+            args.push(c.display().to_string());
+        }
+        Some((program, args, role))
+    }
+
+    /// Start the worker of `task`, its output in `workers/<ID>.log`.
+    /// `detached`: in its own process group, so it outlives this process
+    /// and a terminal's Ctrl-C (spawn-and-stop).
+    pub fn spawn(&self, task: &Task, detached: bool) -> std::io::Result<Started> {
+        let Some((program, args, role)) = self.command(task, detached) else {
+            return Err(std::io::Error::other(format!(
+                "no role takes {}",
+                task.id.as_str()
+            )));
+        };
+        let logs = self.session_dir.join("workers");
+        std::fs::create_dir_all(&logs)?;
+        let log = std::fs::File::create(logs.join(format!("{}.log", task.id.as_str())))?;
+        let mut cmd = tokio::process::Command::new(&program);
+        cmd.args(&args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .kill_on_drop(false);
+        if detached {
+            cmd.process_group(0);
+        }
+        let child = cmd.spawn().map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot start {}: {e}", program.display()))
+        })?;
+        // A child that has not been waited for always has its pid.
+        let pid = child
+            .id()
+            .ok_or_else(|| std::io::Error::other("the worker exited before its pid was read"))?;
+        Ok(Started { child, pid, role })
+    }
+}

@@ -1,0 +1,88 @@
+//! `cargo install --locked --path bins` puts `wavecrew` and the role
+//! binaries in a root of their own, and they work from there, outside the
+//! source tree: the demo (embedded in the binary) and `init` in a new
+//! repository. The install reuses the workspace's build (`--debug` and the
+//! same target folder), so it costs a copy and a link, not a rebuild.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use wavecrew_testkit::{CliOutput, bin_path};
+
+use crate::walkthrough::git_repo;
+
+#[test]
+fn cargo_install_puts_working_binaries_on_path() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    // target/<profile>/wavecrew → target
+    let built = bin_path("wavecrew");
+    let target = built.parent().and_then(Path::parent).unwrap().to_owned();
+    let root = tempfile::tempdir().unwrap();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(&cargo)
+        .args(["install", "--quiet", "--locked", "--debug", "--path"])
+        .arg(workspace.join("bins"))
+        .arg("--root")
+        .arg(root.path())
+        .env("CARGO_TARGET_DIR", &target)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo install failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bin = root.path().join("bin");
+    for name in [
+        "wavecrew",
+        "wavecrew-executor",
+        "wavecrew-team",
+        "wavecrew-testrun",
+        "wavecrew-planex",
+        "wavecrew-roadmap",
+        "wavecrew-scripted-agent",
+    ] {
+        assert!(bin.join(name).is_file(), "{name} is installed");
+    }
+    // PATH: the installed binaries first, then what the demo's own checks
+    // run (cargo, git, the shell tools); never the workspace's target.
+    let cargo_dir = Path::new(&cargo)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_owned)
+        .or_else(|| which_dir("cargo"));
+    let mut dirs: Vec<PathBuf> = vec![bin.clone()];
+    dirs.extend(cargo_dir);
+    dirs.extend(["/usr/local/bin", "/usr/bin", "/bin"].map(PathBuf::from));
+    let path = std::env::join_paths(&dirs).unwrap();
+    let run = |args: &[&str], cwd: &Path| -> CliOutput {
+        Command::new("wavecrew")
+            .args(args)
+            .current_dir(cwd)
+            .env("PATH", &path)
+            .env("CI", "1")
+            .env_remove("CCW_PROJECT_ROOT")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+            .into()
+    };
+    let outside = tempfile::tempdir().unwrap();
+    let demo = run(&["demo", "--dir", "demo"], outside.path());
+    assert_eq!(demo.code, 0, "{}", demo.render());
+    assert!(demo.stdout.contains("TASK COMPLETE"), "{}", demo.stdout);
+    let repo = git_repo();
+    let init = run(&["init"], repo.path());
+    assert_eq!(init.code, 0, "{}", init.render());
+    assert!(repo.path().join("wavecrew.toml").is_file());
+    let check = run(&["config", "check"], repo.path());
+    assert_eq!(check.code, 0, "{}", check.render());
+}
+
+fn which_dir(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .find(|d| d.join(tool).is_file())
+}
