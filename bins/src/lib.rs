@@ -11,6 +11,7 @@
 //! assert!(matches!(cli.command, wavecrew_cli::Command::Status(_)));
 //! ```
 
+pub mod budget;
 pub mod commands;
 pub mod executor;
 pub mod exit;
@@ -118,6 +119,10 @@ pub struct RunArgs {
     /// Respawns of a task whose worker crashed.
     #[arg(long, default_value_t = 2)]
     pub crash_retries: u32,
+    /// Crossing the run budget (`[budget] run_tokens`, `run_usd`) stops the
+    /// running attempts too, not only new ones.
+    #[arg(long)]
+    pub hard_budget: bool,
     /// Run every task through this backend.
     #[arg(long)]
     pub backend: Option<String>,
@@ -149,6 +154,7 @@ fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit, CliError> {
             on_failure: a.on_failure,
             crash_retries: a.crash_retries,
             backend: a.backend,
+            hard_budget: a.hard_budget,
         }),
         config,
     );

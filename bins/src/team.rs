@@ -108,6 +108,10 @@ pub struct TeamArgs {
     /// Run every task through this backend.
     #[arg(long)]
     pub backend: Option<String>,
+    /// Crossing the run budget (`[budget] run_tokens`, `run_usd`) stops the
+    /// running attempts too, not only new ones.
+    #[arg(long)]
+    pub hard_budget: bool,
 }
 
 /// `worker` arguments.
@@ -244,6 +248,7 @@ fn prepare(opened: &mut Opened) -> Result<(), CliError> {
 fn spawn_and_stop(args: &TeamArgs, config: Option<&Path>, resume: bool) -> CmdResult {
     let mut opened = open(args.session.as_deref(), config)?;
     prepare(&mut opened)?;
+    crate::budget::set_hard_budget(&opened.config, &opened.valid.dir, args.hard_budget);
     let options = options(args, &opened, config);
     let rt = runtime()?;
     let _guard = rt.enter();
@@ -282,6 +287,7 @@ fn clock() -> String {
 fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
     let mut opened = open(args.session.as_deref(), config)?;
     prepare(&mut opened)?;
+    crate::budget::set_hard_budget(&opened.config, &opened.valid.dir, args.hard_budget);
     let options = options(args, &opened, config);
     let rt = runtime()?;
     let total = opened.store.list()?.len();
@@ -347,6 +353,9 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
         output::error(&format!(
             "{id} failed: {why}\n  look at {dir}/attempts/{id}/ and {dir}/workers/{id}.log"
         ));
+    }
+    if crate::budget::report_verdict(&team.valid.dir) {
+        return Ok(Exit::Failed);
     }
     Ok(match end {
         RunEnd::Complete if reports_ok => Exit::Success,

@@ -50,6 +50,16 @@ fn stable_summary(text: &str, root: &Path) -> String {
     v["critical_path"] = Value::String("[PATH]".into());
     for t in v["tasks"].as_array_mut().unwrap() {
         t.as_object_mut().unwrap().shift_remove("critical");
+        // The governor's spans hold times: their keys are the contract.
+        for a in t["attempts"].as_array_mut().unwrap() {
+            if let Some(g) = a.get_mut("governor").and_then(Value::as_object_mut) {
+                for (_, v) in g.iter_mut() {
+                    if v.is_string() || v.is_u64() {
+                        *v = Value::String("[VALUE]".into());
+                    }
+                }
+            }
+        }
     }
     stable(&serde_json::to_string_pretty(&v).unwrap(), root)
 }
@@ -78,7 +88,10 @@ fn the_demos_reports() {
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(reports.join("run-summary.json")).unwrap())
             .unwrap();
-    assert_eq!(summary["schema_version"], 1);
+    assert_eq!(summary["schema_version"], 2);
+    // 8 tasks of the scripted agent, 30 tokens each, its model unpriced.
+    assert_eq!(summary["cost"]["run"]["tokens"], 240);
+    assert_eq!(summary["cost"]["run"]["cost_usd"], Value::Null);
     assert_eq!(summary["tasks"].as_array().unwrap().len(), 8);
     let trace: Value =
         serde_json::from_str(&std::fs::read_to_string(reports.join("trace.json")).unwrap())
@@ -271,4 +284,56 @@ fn a_report_regenerated_after_a_kill_agrees_with_the_resumed_runs() {
             assert_eq!(t[key], same[key], "{} {key}", t["id"]);
         }
     }
+}
+
+/// A run budget: the demo's agent spends 30 tokens a task; with
+/// `run_tokens = 50` the second task crosses it, no task starts after, the
+/// run exits 1 naming the budget, and the cost table (priced from the
+/// `[prices]` of the demo's model) says so.
+#[test]
+fn a_run_budget_stops_new_starts_and_the_run_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("demo");
+    let o = run_bin(
+        "wavecrew",
+        &["demo", "--dir", dir.to_str().unwrap(), "--no-run"],
+        tmp.path(),
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    let toml = dir.join("wavecrew.toml");
+    let text = std::fs::read_to_string(&toml).unwrap().replace(
+        "format = \"claude\"",
+        "format = \"claude\"\nmodel = \"demo-model\"",
+    ) + "\n[budget]\nrun_tokens = 50\n\n[prices.\"demo-model\"]\ninput = 3.0\noutput = 15.0\n";
+    std::fs::write(&toml, text).unwrap();
+    let session = dir.join(".workflow/.team/TC-demo-todo-api-2026-11-22");
+    let run = run_bin(
+        "wavecrew",
+        &["run", session.to_str().unwrap(), "--max-parallel", "1"],
+        &dir,
+    );
+    assert_eq!(run.code, 1, "{}", run.render());
+    assert!(
+        run.stderr
+            .contains("the run stopped: run budget run_tokens = 50 crossed: 60 tokens used"),
+        "{}",
+        run.render()
+    );
+    let attempts = std::fs::read_dir(session.join("attempts")).unwrap().count();
+    assert_eq!(attempts, 2, "no attempt after the budget was crossed");
+    let summary = std::fs::read_to_string(session.join("reports/summary.md")).unwrap();
+    let cost = summary
+        .split("\n## Cost\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a cost section");
+    insta_settings().bind(|| insta::assert_snapshot!("budget_cost_table", cost));
+    let status = run_bin("wavecrew", &["status", session.to_str().unwrap()], &dir);
+    assert!(
+        status
+            .stdout
+            .contains("budget crossed: run budget run_tokens = 50 crossed"),
+        "{}",
+        status.render()
+    );
 }

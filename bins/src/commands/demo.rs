@@ -236,6 +236,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
             on_failure: wavecrew_role_team::FailurePolicy::Continue,
             crash_retries: 2,
             backend: None,
+            hard_budget: false,
         }),
         None,
     )?;

@@ -7,7 +7,11 @@
 //!   output capture, group cleanup);
 //! * `attempt_plain_dir`: a whole [`CliBackend`] attempt outside git
 //!   (prompt, argv and outcome files, redaction);
-//! * `attempt_git_repo`: the same in a git work tree (two `git status`).
+//! * `attempt_git_repo`: the same in a git work tree (two `git status`);
+//! * `governor_admit_release`: what the governor adds to every attempt —
+//!   one admission and one release through `governor.json` (two locked,
+//!   fsynced rewrites);
+//! * `governor_usage_event`: one usage event counted against the budgets.
 
 use std::path::Path;
 use std::process::Command;
@@ -66,6 +70,26 @@ fn bench(c: &mut Criterion) {
     g.bench_function("attempt_git_repo", |b| {
         let req = request(repo.path(), &out.path().join("b"));
         b.iter(|| rt.block_on(backend.run(&req)));
+    });
+    let session = tempfile::tempdir().unwrap();
+    let governor = wavecrew_backends::governor::Governor::for_session(&config, session.path());
+    g.bench_function("governor_admit_release", |b| {
+        b.iter(|| {
+            let wavecrew_backends::governor::Admission::Granted(p) =
+                governor.try_admit("noop", "IMPL-001", 1).unwrap()
+            else {
+                panic!("no limits: always granted")
+            };
+            governor.release(&p, true);
+        });
+    });
+    let usage = wavecrew_core::Usage {
+        input_tokens: 100,
+        output_tokens: 10,
+        ..wavecrew_core::Usage::default()
+    };
+    g.bench_function("governor_usage_event", |b| {
+        b.iter(|| governor.record_usage("noop", "IMPL-001", &usage).unwrap());
     });
     g.finish();
 }

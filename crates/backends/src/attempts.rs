@@ -21,7 +21,8 @@ use serde::Serialize;
 use wavecrew_core::{AttemptOutcome, AttemptRequest, Mode, OutcomeClass, TaskId};
 
 use crate::adapter::supports_resume;
-use crate::config::Config;
+use crate::config::{Config, ResolvedBackend};
+use crate::governor::{Admission, Governor, Permit, WaitReason, iso};
 use crate::routing::{NextStep, Switch, next_step, route};
 use crate::runner::{AttemptError, CliBackend};
 
@@ -194,6 +195,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
         }
     };
     let mut previous_error: Option<String> = None;
+    let governor = Governor::for_session(config, spec.session_dir);
     loop {
         let routed = route(config, &requested, spec.cwd, &tried).await;
         for s in &routed.switches {
@@ -206,6 +208,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
         };
         tried.extend(routed.switches.iter().map(|s| s.from.clone()));
         let backend = CliBackend::new(resolved.clone())
+            .governed_by(governor.clone())
             .ignoring(spec.session_dir)
             .with_secret_names(config.redact.env.clone())
             .with_leak_timeout(config.leak_timeout())
@@ -222,6 +225,47 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 .take()
                 .filter(|(b, _)| b == &resolved.name && supports_resume(resolved.kind))
                 .map(|(_, id)| id);
+            let attempt_dir = dir.join(attempt_no.to_string());
+            let permit = match admit(
+                &governor,
+                config,
+                &resolved,
+                spec.task_id,
+                attempt_no,
+                &tried,
+            )
+            .await
+            {
+                Gate::Go(permit, span) => {
+                    let _ = wavecrew_core::fsutil::write_json_atomic(
+                        &attempt_dir.join(GOVERNOR_SPAN),
+                        &span,
+                    );
+                    Slot {
+                        governor: &governor,
+                        permit: Some(permit),
+                    }
+                }
+                Gate::Fallback(to, why) => {
+                    attempt_no -= 1;
+                    tried.push(resolved.name.clone());
+                    governor.announce_fallback(spec.task_id.as_str(), &resolved.name, &to, &why);
+                    let switch = Switch {
+                        from: resolved.name.clone(),
+                        to: to.clone(),
+                        reason: why,
+                    };
+                    (spec.on_event)(&AttemptEvent::Switched(switch.clone()));
+                    run.switches.push(switch);
+                    requested = to;
+                    resume = None;
+                    break;
+                }
+                Gate::Stop(why) => {
+                    run.failure = Some(why);
+                    return run;
+                }
+            };
             let prompt = (spec.prompt)(attempt_no, previous_error.as_deref());
             let request = AttemptRequest {
                 task_id: spec.task_id.as_str().to_owned(),
@@ -234,7 +278,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 },
                 cwd: spec.cwd.to_owned(),
                 mode: spec.mode,
-                attempt_dir: dir.join(attempt_no.to_string()),
+                attempt_dir: attempt_dir.clone(),
                 limits: config.limits_for(&resolved),
                 resume_session: resume_session.clone(),
                 env: std::collections::BTreeMap::new(),
@@ -256,6 +300,16 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                     (outcome, Vec::new(), Some(e), Some(fault))
                 }
             };
+            // Pause before the slot is given back, so no waiting worker
+            // slips in between.
+            if let OutcomeClass::RateLimited { retry_after_secs } = &outcome.outcome
+                && let Err(e) =
+                    governor.pause(&resolved.name, spec.task_id.as_str(), *retry_after_secs)
+            {
+                tracing::warn!("governor: {e}");
+            }
+            permit.release(outcome.outcome.is_success());
+            record_release(&attempt_dir, &governor);
             (spec.on_event)(&AttemptEvent::Finished {
                 attempt: attempt_no,
                 outcome: outcome.clone(),
@@ -292,6 +346,16 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                     if !error_in_prompt {
                         previous_error = None;
                     }
+                    // A rate limit paused the backend in the governor: the
+                    // next admission waits for the reset, for every worker.
+                    let delay = if run
+                        .last()
+                        .is_some_and(|o| matches!(o.outcome, OutcomeClass::RateLimited { .. }))
+                    {
+                        std::time::Duration::ZERO
+                    } else {
+                        delay
+                    };
                     (spec.on_event)(&AttemptEvent::Retrying {
                         attempt: attempt_no + 1,
                         delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
@@ -325,4 +389,150 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
             }
         }
     }
+}
+
+/// The governor's record in an attempt folder: when the attempt was let
+/// start, how long it waited and why, when it gave its slot back.
+pub const GOVERNOR_SPAN: &str = "governor.json";
+
+/// A granted start: the slot goes back when the attempt ends, and also
+/// when the future running it is dropped (a cancelled task never keeps a
+/// slot of a live process).
+struct Slot<'a> {
+    governor: &'a Governor,
+    permit: Option<Permit>,
+}
+
+impl Slot<'_> {
+    fn release(mut self, success: bool) {
+        if let Some(p) = self.permit.take() {
+            self.governor.release(&p, success);
+        }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if let Some(p) = self.permit.take() {
+            self.governor.release(&p, false);
+        }
+    }
+}
+
+/// Forgets the wait of a task whose admission future is dropped.
+struct WaitGuard<'a> {
+    governor: &'a Governor,
+    task: &'a str,
+    armed: bool,
+}
+
+impl Drop for WaitGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.governor.forget_wait(self.task);
+        }
+    }
+}
+
+/// What the governor said about a start.
+enum Gate {
+    /// Start, with the span to record.
+    Go(Permit, serde_json::Value),
+    /// The backend is paused and a fallback is configured: go there.
+    Fallback(String, String),
+    /// A budget is spent (or the state cannot be read): no attempt.
+    Stop(String),
+}
+
+/// Ask the governor until it lets the attempt start; wait (visibly: the
+/// governor records the wait on the bus and in its state) meanwhile.
+async fn admit(
+    governor: &Governor,
+    config: &Config,
+    backend: &ResolvedBackend,
+    task: &TaskId,
+    attempt: u32,
+    tried: &[String],
+) -> Gate {
+    let asked = governor.now_ms();
+    let mut reasons: Vec<String> = Vec::new();
+    let mut guard = WaitGuard {
+        governor,
+        task: task.as_str(),
+        armed: false,
+    };
+    loop {
+        let answer = governor.try_admit(&backend.name, task.as_str(), attempt);
+        guard.armed = matches!(answer, Ok(Admission::Wait { .. }));
+        match answer {
+            Ok(Admission::Granted(permit)) => {
+                let span = serde_json::json!({
+                    "backend": backend.name,
+                    "asked_at": iso(asked),
+                    "asked_ms": asked,
+                    "admitted_at": iso(permit.granted_ms),
+                    "admitted_ms": permit.granted_ms,
+                    "waited_ms": permit.granted_ms.saturating_sub(asked),
+                    "waited_for": reasons,
+                });
+                return Gate::Go(permit, span);
+            }
+            Ok(Admission::Refused(verdict)) => return Gate::Stop(verdict),
+            Ok(Admission::Wait { reason, until_ms }) => {
+                if let WaitReason::Paused { .. } = &reason
+                    && let Some(to) = pause_fallback(governor, config, backend, tried)
+                {
+                    governor.forget_wait(task.as_str());
+                    return Gate::Fallback(
+                        to,
+                        format!("{} is {}", backend.name, reason.describe()),
+                    );
+                }
+                let name = reason.name().to_owned();
+                if !reasons.contains(&name) {
+                    tracing::info!(
+                        task = task.as_str(),
+                        backend = backend.name.as_str(),
+                        "waiting: {}",
+                        reason.describe()
+                    );
+                    reasons.push(name);
+                }
+                governor.nap(until_ms).await;
+            }
+            Err(e) => return Gate::Stop(format!("the governor's state: {e}")),
+        }
+    }
+}
+
+/// Where a task waiting for a paused backend goes instead: the first
+/// backend of the paused backend's own `fallback` list (configured in its
+/// `[backends.<name>]` table) that was not tried and is not paused itself.
+/// Without such a list the task waits for the reset.
+fn pause_fallback(
+    governor: &Governor,
+    config: &Config,
+    backend: &ResolvedBackend,
+    tried: &[String],
+) -> Option<String> {
+    backend.spec.fallback.as_ref()?;
+    config
+        .fallback_after(backend)
+        .into_iter()
+        .find(|n| !tried.contains(n) && governor.paused(n).is_none())
+}
+
+/// Add the release time to the attempt's governor span.
+fn record_release(attempt_dir: &Path, governor: &Governor) {
+    let path = attempt_dir.join(GOVERNOR_SPAN);
+    let Ok(bytes) = std::fs::read(&path) else {
+        return;
+    };
+    let Ok(serde_json::Value::Object(mut span)) = serde_json::from_slice(&bytes) else {
+        return;
+    };
+    let now = governor.now_ms();
+    span.insert("released_at".into(), iso(now).into());
+    span.insert("released_ms".into(), now.into());
+    let _ = wavecrew_core::fsutil::write_json_atomic(&path, &span);
 }

@@ -31,6 +31,18 @@
 //! kind = "command"
 //! argv = ["python3", "my_agent.py", "--task", "{task_id}"]
 //! prompt = "stdin"           # or "arg" ({prompt}), "file" ({prompt_file})
+//! max_parallel = 2           # the governor: attempts at once, all workers
+//! rpm = 30                   # starts per minute
+//! tpm = 200000               # tokens per minute
+//!
+//! [budget]                   # counted live from the agents' usage events
+//! task_tokens = 200000
+//! run_usd = 5.0
+//!
+//! [prices."gpt-5.5"]         # US dollars per million tokens
+//! input = 1.25
+//! output = 10.0
+//! cached_input = 0.125
 //! ```
 
 use std::collections::BTreeMap;
@@ -206,9 +218,18 @@ pub struct BackendSpec {
     /// No-output limit, seconds.
     #[serde(default)]
     pub stall_timeout_secs: Option<u64>,
-    /// Attempts of this backend at once.
+    /// Attempts of this backend at once, across every worker of a session
+    /// (the governor's slots).
     #[serde(default)]
     pub max_parallel: Option<usize>,
+    /// Attempts of this backend started per minute (any 60-second window),
+    /// across every worker of a session.
+    #[serde(default)]
+    pub rpm: Option<u64>,
+    /// Tokens (input + output) this backend may use per minute (any
+    /// 60-second window), across every worker of a session.
+    #[serde(default)]
+    pub tpm: Option<u64>,
     /// Where to go when this backend is unavailable.
     #[serde(default)]
     pub fallback: Option<Vec<String>>,
@@ -303,6 +324,58 @@ pub struct RedactConfig {
     pub env: Vec<String>,
 }
 
+/// `[budget]`: spend limits, counted live from the agents' usage events.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BudgetConfig {
+    /// Tokens (input + output) of one task, all its attempts together.
+    pub task_tokens: Option<u64>,
+    /// Tokens of the whole run.
+    pub run_tokens: Option<u64>,
+    /// US dollars of one task (priced from `[prices]`).
+    pub task_usd: Option<f64>,
+    /// US dollars of the whole run.
+    pub run_usd: Option<f64>,
+}
+
+impl BudgetConfig {
+    /// Whether any budget is set.
+    pub fn any(&self) -> bool {
+        self.task_tokens.is_some()
+            || self.run_tokens.is_some()
+            || self.task_usd.is_some()
+            || self.run_usd.is_some()
+    }
+}
+
+/// `[prices."<model>"]`: US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    /// Per million input (prompt) tokens not served from a cache.
+    pub input: f64,
+    /// Per million output (completion) tokens.
+    pub output: f64,
+    /// Per million input tokens served from a cache (defaults to `input`).
+    #[serde(default)]
+    pub cached_input: Option<f64>,
+}
+
+impl Price {
+    /// The cost of `usage` in US dollars. Cached tokens are a part of the
+    /// input tokens (as codex and the Responses API count them).
+    pub fn cost(&self, usage: &wavecrew_core::Usage) -> f64 {
+        let cached = usage.cached_input_tokens.min(usage.input_tokens);
+        let fresh = usage.input_tokens - cached;
+        #[allow(clippy::cast_precision_loss)]
+        let dollars = (fresh as f64 * self.input
+            + cached as f64 * self.cached_input.unwrap_or(self.input)
+            + usage.output_tokens as f64 * self.output)
+            / 1_000_000.0;
+        dollars
+    }
+}
+
 /// The whole `wavecrew.toml`, as far as the backends read it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -317,6 +390,10 @@ pub struct Config {
     pub redact: RedactConfig,
     /// `[backends.<name>]`.
     pub backends: BTreeMap<String, BackendSpec>,
+    /// `[budget]`.
+    pub budget: BudgetConfig,
+    /// `[prices."<model>"]`.
+    pub prices: BTreeMap<String, Price>,
     /// Where the file was read from (not a key).
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -467,9 +544,61 @@ impl Config {
             if spec.max_parallel == Some(0) {
                 return Err(invalid(key("max_parallel"), "expected at least 1".into()));
             }
+            if spec.rpm == Some(0) {
+                return Err(invalid(
+                    key("rpm"),
+                    "expected at least 1 (leave it out for no limit)".into(),
+                ));
+            }
+            if spec.tpm == Some(0) {
+                return Err(invalid(
+                    key("tpm"),
+                    "expected at least 1 (leave it out for no limit)".into(),
+                ));
+            }
             for target in spec.fallback.iter().flatten() {
                 self.check_name(target)
                     .map_err(|m| invalid(key("fallback"), m))?;
+            }
+        }
+        for (k, v) in [
+            ("task_tokens", self.budget.task_tokens),
+            ("run_tokens", self.budget.run_tokens),
+        ] {
+            if v == Some(0) {
+                return Err(invalid(
+                    format!("budget.{k}"),
+                    "expected at least 1 token".into(),
+                ));
+            }
+        }
+        for (k, v) in [
+            ("task_usd", self.budget.task_usd),
+            ("run_usd", self.budget.run_usd),
+        ] {
+            if let Some(v) = v
+                && !(v.is_finite() && v > 0.0)
+            {
+                return Err(invalid(
+                    format!("budget.{k}"),
+                    format!("expected a positive number of US dollars, got {v}"),
+                ));
+            }
+        }
+        for (model, price) in &self.prices {
+            for (k, v) in [
+                ("input", Some(price.input)),
+                ("output", Some(price.output)),
+                ("cached_input", price.cached_input),
+            ] {
+                if let Some(v) = v
+                    && !(v.is_finite() && v >= 0.0)
+                {
+                    return Err(invalid(
+                        format!("prices.\"{model}\".{k}"),
+                        format!("expected US dollars per million tokens (0 or more), got {v}"),
+                    ));
+                }
             }
         }
         for (alias, target) in &self.aliases {
@@ -658,5 +787,59 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("routing.max_retries"), "{e}");
+    }
+
+    #[test]
+    fn governor_keys_are_read_and_checked() {
+        let c = parse(
+            r#"
+            [backends.codex]
+            max_parallel = 2
+            rpm = 30
+            tpm = 100000
+            model = "gpt-5.5"
+            [budget]
+            task_tokens = 1000
+            run_usd = 2.5
+            [prices."gpt-5.5"]
+            input = 1.25
+            output = 10.0
+            cached_input = 0.125
+            "#,
+        )
+        .unwrap();
+        let b = c.backend("codex").unwrap();
+        assert_eq!((b.spec.rpm, b.spec.tpm), (Some(30), Some(100_000)));
+        assert_eq!(c.budget.task_tokens, Some(1000));
+        let usage = wavecrew_core::Usage {
+            input_tokens: 1_000_000,
+            cached_input_tokens: 400_000,
+            output_tokens: 100_000,
+            cost_usd: None,
+        };
+        let cost = c.prices["gpt-5.5"].cost(&usage);
+        assert!(
+            (cost - (0.6 * 1.25 + 0.4 * 0.125 + 0.1 * 10.0)).abs() < 1e-9,
+            "{cost}"
+        );
+        for (text, key) in [
+            ("[backends.codex]\nrpm = 0\n", "backends.codex.rpm"),
+            ("[backends.codex]\nburst = 3\n", "burst"),
+            ("[budget]\nrun_usd = -1.0\n", "budget.run_usd"),
+            ("[budget]\ntask_tokens = 0\n", "budget.task_tokens"),
+            ("[budget]\nrun_dollars = 3\n", "run_dollars"),
+            ("[prices.\"m\"]\ninput = 1.0\n", "prices"),
+            (
+                "[prices.\"m\"]\ninput = 1.0\noutput = 2.0\ncache = 0.1\n",
+                "cache",
+            ),
+            (
+                "[prices.\"m\"]\ninput = -1.0\noutput = 2.0\n",
+                "prices.\"m\".input",
+            ),
+        ] {
+            let e = parse(text).unwrap_err().to_string();
+            assert!(e.contains(key), "{text}: {e}");
+        }
     }
 }

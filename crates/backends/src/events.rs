@@ -42,6 +42,16 @@ pub enum Event {
     FileChange(String),
     /// Token usage of a turn.
     Usage(Usage),
+    /// Usage of one model call as the turn goes (claude's `assistant`
+    /// messages): counted live until the turn's total ([`Event::Usage`])
+    /// arrives and replaces it. A message repeated per content block counts
+    /// once (by its id).
+    LiveUsage {
+        /// The model message's id.
+        id: String,
+        /// Its usage so far.
+        usage: Usage,
+    },
     /// An error line: `fatal` when it ends the turn.
     Error {
         /// What the CLI said.
@@ -216,6 +226,19 @@ fn claude(v: &Value) -> Vec<Event> {
             out.extend(s(v, "session_id").map(Event::Session));
         }
         "assistant" => {
+            if let Some(m) = v.get("message")
+                && let Some(u) = m.get("usage")
+            {
+                out.push(Event::LiveUsage {
+                    id: s(m, "id").unwrap_or_default(),
+                    usage: Usage {
+                        input_tokens: n(u, "input_tokens"),
+                        output_tokens: n(u, "output_tokens"),
+                        cached_input_tokens: n(u, "cache_read_input_tokens"),
+                        cost_usd: None,
+                    },
+                });
+            }
             let content = v
                 .get("message")
                 .and_then(|m| m.get("content"))
@@ -295,6 +318,8 @@ pub struct StreamState {
     pub tool_calls: Vec<(String, String)>,
     /// Summed usage, when any was reported.
     pub usage: Option<Usage>,
+    /// Usage of model calls seen before the turn's total, by message id.
+    pub live_usage: Vec<(String, Usage)>,
     /// The fatal error, if the turn failed.
     pub fatal_error: Option<(String, Option<u16>)>,
     /// Non-fatal error lines (warnings, reconnects).
@@ -306,6 +331,19 @@ pub struct StreamState {
 }
 
 impl StreamState {
+    /// The tokens spent so far: the reported totals, or while none arrived,
+    /// the usage of the model calls seen (what budgets count live).
+    pub fn spent(&self) -> Usage {
+        if let Some(u) = self.usage {
+            return u;
+        }
+        let mut total = Usage::default();
+        for (_, u) in &self.live_usage {
+            total.add(u);
+        }
+        total
+    }
+
     /// Fold one event in.
     pub fn apply(&mut self, event: Event) {
         match event {
@@ -318,6 +356,12 @@ impl StreamState {
                 }
             }
             Event::Usage(u) => self.usage.get_or_insert_with(Usage::default).add(&u),
+            Event::LiveUsage { id, usage } => {
+                match self.live_usage.iter_mut().find(|(i, _)| *i == id) {
+                    Some((_, u)) => *u = usage,
+                    None => self.live_usage.push((id, usage)),
+                }
+            }
             Event::Error {
                 message,
                 fatal: true,

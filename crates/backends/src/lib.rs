@@ -13,6 +13,8 @@
 //!   before and after, session id recorded as it appears, redaction;
 //! * [`routing`]: the seeds' backend resolution, probes, fallback chains
 //!   and the retry policy; [`attempts`]: all the attempts of one task;
+//! * [`governor`]: rate limits, pauses and budgets shared by every worker
+//!   of a session, asked before every attempt;
 //! * [`prompts`]: the prompt templates, untrusted text fenced;
 //! * [`redact`]: secret values out of every file written;
 //! * [`scripted`]: the scripted agent, an agent CLI that replays a script in
@@ -36,6 +38,7 @@ pub mod attempts;
 pub mod config;
 pub mod events;
 pub mod gitdiff;
+pub mod governor;
 pub mod outcome;
 pub mod prompts;
 pub mod redact;

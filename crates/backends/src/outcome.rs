@@ -44,6 +44,7 @@ pub fn classify(ended: &Ended, stream: &StreamState, stderr_tail: &str) -> Outco
         Ended::TimedOut => return OutcomeClass::TimedOut,
         Ended::Stalled => return OutcomeClass::Stalled,
         Ended::SpawnFailed(_) => return OutcomeClass::Unavailable,
+        Ended::Stopped(_) => return OutcomeClass::BudgetExceeded,
         Ended::Exited { code, .. } => *code,
     };
     let (message, status) = stream
@@ -69,9 +70,11 @@ pub fn classify(ended: &Ended, stream: &StreamState, stderr_tail: &str) -> Outco
             || text.contains("429 too many requests")
             || text.contains("rate limit")
             || text.contains("resource_exhausted")
+            || text.contains("usage limit")
         {
             return OutcomeClass::RateLimited {
-                retry_after_secs: retry_after(&text),
+                retry_after_secs: retry_after(&text)
+                    .or_else(|| usage_window_reset(&text, now_secs())),
             };
         }
         return OutcomeClass::Failed;
@@ -80,6 +83,51 @@ pub fn classify(ended: &Ended, stream: &StreamState, stderr_tail: &str) -> Outco
         return OutcomeClass::PermissionDenied;
     }
     OutcomeClass::Success
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The reset of a usage window, in seconds from `now`: Claude Code's
+/// `Claude AI usage limit reached|<unix seconds>`, or codex's `try again in
+/// 2 hours 5 minutes` (hours, minutes, seconds in any combination).
+pub fn usage_window_reset(text: &str, now: u64) -> Option<u64> {
+    if let Some(i) = text.find("limit reached|") {
+        let digits: String = text[i + "limit reached|".len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if let Ok(epoch) = digits.parse::<u64>() {
+            return Some(epoch.saturating_sub(now).max(1));
+        }
+    }
+    let i = text.find("try again in ")?;
+    let mut total = 0u64;
+    let mut number: Option<u64> = None;
+    for word in text[i + "try again in ".len()..].split_whitespace().take(8) {
+        let word = word.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+        if let Ok(n) = word.parse::<u64>() {
+            number = Some(n);
+            continue;
+        }
+        let Some(n) = number.take() else {
+            if word == "and" {
+                continue;
+            }
+            break;
+        };
+        let unit = match word.trim_end_matches('s') {
+            "hour" | "hr" | "h" => 3600,
+            "minute" | "min" | "m" => 60,
+            "second" | "sec" => 1,
+            _ => break,
+        };
+        total += n * unit;
+    }
+    (total > 0).then_some(total)
 }
 
 /// `retry after 30`, `retry-after: 30`, `retry in 30s`.
@@ -146,6 +194,25 @@ mod tests {
                 retry_after_secs: Some(30)
             }
         );
+        let window = StreamState {
+            fatal_error: Some((
+                "You've hit your usage limit. Upgrade or try again in 2 hours 5 minutes.".into(),
+                None,
+            )),
+            ..StreamState::default()
+        };
+        assert_eq!(
+            classify(&exited(1), &window, ""),
+            OutcomeClass::RateLimited {
+                retry_after_secs: Some(2 * 3600 + 300)
+            }
+        );
+        assert_eq!(
+            usage_window_reset("claude ai usage limit reached|1000600", 1_000_000),
+            Some(600)
+        );
+        assert_eq!(usage_window_reset("try again in 45 seconds", 0), Some(45));
+        assert_eq!(usage_window_reset("try again later", 0), None);
         let auth = StreamState {
             fatal_error: Some(("unexpected status 401 Unauthorized".into(), Some(401))),
             ..StreamState::default()

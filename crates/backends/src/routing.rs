@@ -252,7 +252,7 @@ pub async fn probe(backend: &ResolvedBackend, cwd: &std::path::Path) -> Probe {
                 Ended::TimedOut | Ended::Stalled => {
                     result.reason = Some(format!("`{program} --version` did not answer in 20 s"));
                 }
-                Ended::SpawnFailed(why) => {
+                Ended::SpawnFailed(why) | Ended::Stopped(why) => {
                     result.reason = Some(format!("cannot start `{program}`: {why}"));
                 }
             }
@@ -411,6 +411,13 @@ pub fn next_step(
             reason: format!(
                 "{} still rate limited after {retries_done} retries",
                 outcome.backend
+            ),
+        },
+        OutcomeClass::BudgetExceeded => NextStep::GiveUp {
+            reason: format!(
+                "{} stopped: {}",
+                outcome.backend,
+                outcome.error.as_deref().unwrap_or("a budget was crossed")
             ),
         },
         OutcomeClass::PermissionDenied => NextStep::GiveUp {

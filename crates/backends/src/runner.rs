@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::json;
 use wavecrew_core::fsutil::{write_atomic, write_json_atomic};
-use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, CoreError, OutcomeClass};
+use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, CoreError, OutcomeClass, Usage};
 
 use crate::adapter::{self, Invocation, parse_env_file};
 use crate::config::ResolvedBackend;
@@ -38,7 +38,7 @@ use crate::events::StreamState;
 use crate::gitdiff::Snapshot;
 use crate::outcome::classify_with_exit_hints;
 use crate::redact::{Redactor, ScrubError};
-use crate::supervise::{DEFAULT_LEAK_TIMEOUT, Ended, Supervised, supervise};
+use crate::supervise::{DEFAULT_LEAK_TIMEOUT, Ended, Supervised, supervise_until};
 
 /// The files of an attempt that may hold what the agent printed.
 const CAPTURED_FILES: [&str; 4] = ["stdout.log", "stderr.log", "session.json", "prompt.txt"];
@@ -50,6 +50,7 @@ pub struct CliBackend {
     extra_secret_names: Vec<String>,
     isolate_home: bool,
     ignored: Vec<PathBuf>,
+    governor: Option<crate::governor::Governor>,
     leak_timeout: Duration,
     /// How redaction rewrites a file (atomically; tests make it fail).
     rewrite: RewriteFn,
@@ -142,10 +143,20 @@ impl CliBackend {
             backend,
             extra_secret_names: Vec::new(),
             ignored: Vec::new(),
+            governor: None,
             leak_timeout: DEFAULT_LEAK_TIMEOUT,
             rewrite: crate::redact::rewrite_atomic,
             record: write_atomic,
         }
+    }
+
+    /// Count the stream's usage live against the governor's budgets; an
+    /// attempt that crosses its task budget (or the run budget under
+    /// `--hard-budget`) is stopped like a timeout (`budget_exceeded`).
+    #[must_use]
+    pub fn governed_by(mut self, governor: crate::governor::Governor) -> Self {
+        self.governor = Some(governor);
+        self
     }
 
     /// Leave files under `folder` out of `files_changed` (wavecrew's own
@@ -343,22 +354,48 @@ impl CliBackend {
             failure
         });
         let sink = Arc::clone(&prepared.state);
-        let supervised = supervise(
+        let governor = self.governor.clone();
+        let governed_backend = self.backend.name.clone();
+        let task_id = prepared.request.task_id.clone();
+        let mut last_check = Instant::now();
+        let supervised = supervise_until(
             &prepared.invocation.spawn,
             &prepared.request.limits,
             Some(&prepared.dir.join("stdout.log")),
             Some(&prepared.dir.join("stderr.log")),
             move |line| {
-                let Some(format) = format else { return };
+                let format = format?;
                 let mut st = sink
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
                 let had = st.session_id.clone();
+                let spent_before = st.spent();
                 st.apply_line(format, line);
                 if st.session_id != had
                     && let Some(id) = &st.session_id
                 {
                     let _ = tx.send(id.clone());
+                }
+                let governor = governor.as_ref()?;
+                let delta = usage_delta(&spent_before, &st.spent());
+                drop(st);
+                if delta == Usage::default() {
+                    // The run budget crossed by another attempt under
+                    // `--hard-budget`: looked at about once a second.
+                    if last_check.elapsed() < Duration::from_secs(1) {
+                        return None;
+                    }
+                    last_check = Instant::now();
+                    return off_runtime(|| governor.check_budget(&task_id))
+                        .ok()
+                        .flatten();
+                }
+                match off_runtime(|| governor.record_usage(&governed_backend, &task_id, &delta)) {
+                    Ok(stop) => stop,
+                    Err(e) => {
+                        tracing::warn!("governor: {e}");
+                        None
+                    }
                 }
             },
         )
@@ -442,7 +479,9 @@ impl CliBackend {
             session_id: stream.session_id.clone(),
             final_message: final_message.map(|m| redactor.redact(&m)),
             error: error.map(|m| redactor.redact(&m)),
-            usage: stream.usage,
+            usage: stream
+                .usage
+                .or_else(|| (!stream.live_usage.is_empty()).then(|| stream.spent())),
             files_changed,
             duration_ms: u64::try_from(supervised.duration.as_millis()).unwrap_or(u64::MAX),
         };
@@ -541,7 +580,7 @@ fn error_text(
 ) -> Option<String> {
     match (class, &supervised.ended) {
         (OutcomeClass::Success, _) => None,
-        (_, Ended::SpawnFailed(why)) => Some(why.clone()),
+        (_, Ended::SpawnFailed(why) | Ended::Stopped(why)) => Some(why.clone()),
         (_, Ended::TimedOut) => Some(format!(
             "timed out after {} s; the process group was killed",
             request.limits.wall.as_secs()
@@ -677,6 +716,28 @@ fn is_ignored(path: &Path, ignored: &[PathBuf]) -> bool {
     };
     let path = canon(path);
     ignored.iter().any(|i| path.starts_with(canon(i)))
+}
+
+/// What `after` adds to `before` (never negative).
+fn usage_delta(before: &Usage, after: &Usage) -> Usage {
+    Usage {
+        input_tokens: after.input_tokens.saturating_sub(before.input_tokens),
+        output_tokens: after.output_tokens.saturating_sub(before.output_tokens),
+        cached_input_tokens: after
+            .cached_input_tokens
+            .saturating_sub(before.cached_input_tokens),
+        cost_usd: None,
+    }
+}
+
+/// Run the governor's locked, fsync'd file work where it blocks no async
+/// task: on a multi-thread runtime the worker thread hands its other tasks
+/// away first (`block_in_place`); elsewhere it simply runs.
+fn off_runtime<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
+        _ => f(),
+    }
 }
 
 fn last_lines(text: &str, n: usize) -> Option<String> {

@@ -100,6 +100,9 @@ pub enum Ended {
     Stalled,
     /// It could not be started (missing program, not executable, bad folder).
     SpawnFailed(String),
+    /// The line callback stopped it (the reason: a budget crossed); the
+    /// process group was killed.
+    Stopped(String),
 }
 
 /// What a supervised run produced.
@@ -243,6 +246,23 @@ pub async fn supervise(
     stderr_path: Option<&Path>,
     mut on_line: impl FnMut(&str),
 ) -> Supervised {
+    supervise_until(spawn, limits, stdout_path, stderr_path, move |line| {
+        on_line(line);
+        None
+    })
+    .await
+}
+
+/// [`supervise`], where the line callback can stop the process: when it
+/// returns a reason, the group is terminated like at a timeout and the
+/// attempt ends as [`Ended::Stopped`] (a budget crossed mid-stream).
+pub async fn supervise_until(
+    spawn: &Spawn,
+    limits: &Limits,
+    stdout_path: Option<&Path>,
+    stderr_path: Option<&Path>,
+    mut on_line: impl FnMut(&str) -> Option<String>,
+) -> Supervised {
     let started = Instant::now();
     let mut result = Supervised {
         ended: Ended::SpawnFailed(String::new()),
@@ -329,7 +349,16 @@ pub async fn supervise(
                     last_output = Instant::now();
                     out_tail.push(&out_buf);
                     write_sink(&mut out_sink, &out_buf).await;
-                    on_line(String::from_utf8_lossy(&out_buf).trim_end_matches(['\n', '\r']));
+                    let stop = on_line(String::from_utf8_lossy(&out_buf).trim_end_matches(['\n', '\r']));
+                    if let Some(why) = stop
+                        && killed.is_none()
+                    {
+                        killed = Some(Ended::Stopped(why));
+                        terminate(&mut child, pgid, limits.grace).await;
+                        if status.is_none() {
+                            status = Some(child.wait().await);
+                        }
+                    }
                 } else {
                     stdout = None;
                 }

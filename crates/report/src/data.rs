@@ -47,6 +47,9 @@ pub struct AttemptInfo {
     pub usage: Option<Usage>,
     /// Its folder, relative to the session.
     pub dir: String,
+    /// The governor's record (`governor.json`): when it asked to start,
+    /// when it was let start, how long it waited and why.
+    pub governor: Option<Value>,
 }
 
 /// One task, as the reports show it.
@@ -111,6 +114,8 @@ pub struct RunData {
     pub graph_error: Option<String>,
     /// How many bus records the run wrote.
     pub messages: usize,
+    /// What the run spent, against its budgets.
+    pub cost: crate::cost::CostReport,
     /// The session folder.
     #[serde(skip)]
     pub session_dir: PathBuf,
@@ -213,6 +218,9 @@ fn attempts_of(session_dir: &Path, id: &TaskId) -> Vec<AttemptInfo> {
                     .and_then(|o| o.get("usage"))
                     .and_then(|u| serde_json::from_value(u.clone()).ok()),
                 dir: format!("attempts/{}/{n}", id.as_str()),
+                governor: std::fs::read(folder.join("governor.json"))
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok()),
             }
         })
         .collect()
@@ -345,6 +353,7 @@ pub fn collect(session_dir: &Path) -> Result<RunData, ReportError> {
         .and_then(|m| m["ts"].as_str())
         .map(str::to_owned);
     let ended_at = bus.last().and_then(|m| m["ts"].as_str()).map(str::to_owned);
+    let reports_for_cost = reports.clone();
     Ok(RunData {
         task_description: session
             .as_ref()
@@ -369,6 +378,11 @@ pub fn collect(session_dir: &Path) -> Result<RunData, ReportError> {
         critical_path,
         graph_error,
         messages: bus.len(),
+        cost: crate::cost::collect_cost(
+            session_dir,
+            &reports_for_cost,
+            wavecrew_backends::governor::Clock::now_ms(&wavecrew_backends::governor::SystemClock),
+        ),
         session_id,
         session_dir: session_dir.to_owned(),
     })

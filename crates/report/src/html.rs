@@ -92,8 +92,28 @@ pub fn index_html(run: &RunData) -> String {
             .attempts
             .iter()
             .map(|a| {
+                let waited = a
+                    .governor
+                    .as_ref()
+                    .and_then(|g| g["waited_ms"].as_u64())
+                    .filter(|w| *w > 0)
+                    .map_or_else(String::new, |w| {
+                        format!(
+                            ", waited {w} ms for {}",
+                            a.governor
+                                .as_ref()
+                                .map_or_else(String::new, |g| esc(&g["waited_for"]
+                                    .as_array()
+                                    .map(|r| r
+                                        .iter()
+                                        .filter_map(|x| x.as_str())
+                                        .collect::<Vec<_>>()
+                                        .join(", "))
+                                    .unwrap_or_default()))
+                        )
+                    });
                 format!(
-                    "#{} {} {} ({})",
+                    "#{} {} {} ({}{waited})",
                     a.attempt,
                     esc(&a.backend),
                     esc(&a.outcome),
@@ -118,17 +138,71 @@ pub fn index_html(run: &RunData) -> String {
         );
     }
     table.push_str("</tbody></table>");
+    let cost = cost_html(run);
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>wavecrew: {id}</title>\
 <style>body{{font-family:system-ui,sans-serif;margin:24px;color:#111}}table{{border-collapse:collapse;margin-top:12px}}\
 td,th{{border:1px solid #ddd;padding:4px 8px;font-size:13px;vertical-align:top}}.chip{{padding:1px 6px;border-radius:4px;font-size:12px}}\
 li{{margin:4px 0}}</style></head><body>\
 <h1>{id}</h1><p>{desc}</p><p>Status: <b>{status}</b> · {n} tasks · critical path: {cp}</p>\
-<h2>Timeline</h2>{svg}<h2>Waves</h2><ul>{waves}</ul><h2>Tasks</h2>{table}</body></html>\n",
+<h2>Timeline</h2>{svg}<h2>Waves</h2><ul>{waves}</ul><h2>Tasks</h2>{table}{cost}</body></html>\n",
         id = esc(&run.session_id),
         desc = esc(&run.task_description),
         status = esc(&run.status),
         n = run.tasks.len(),
         cp = esc(&run.critical_path.join(" → ")),
     )
+}
+
+/// The cost tables (per task, backend, role; the run), or nothing when
+/// nothing was spent.
+fn cost_html(run: &RunData) -> String {
+    let c = &run.cost;
+    if c.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<h2>Cost</h2><p>Run: {} tokens, {}</p>",
+        c.run.tokens,
+        esc(&c.run.cost_text())
+    );
+    if let Some(v) = &c.run_budget_crossed {
+        let _ = write!(out, "<p><b>Stopped by the budget:</b> {}</p>", esc(v));
+    }
+    for p in &c.paused {
+        let _ = write!(
+            out,
+            "<p>{} paused until {}: {}</p>",
+            esc(&p.backend),
+            esc(&p.until),
+            esc(&p.reason)
+        );
+    }
+    for (title, rows) in [
+        ("task", &c.tasks),
+        ("backend", &c.backends),
+        ("role", &c.roles),
+    ] {
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            out,
+            "<table><thead><tr><th>{title}</th><th>input</th><th>cached</th><th>output</th><th>tokens</th><th>cost</th></tr></thead><tbody>"
+        );
+        for (name, l) in rows {
+            let _ = write!(
+                out,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(name),
+                l.input_tokens,
+                l.cached_input_tokens,
+                l.output_tokens,
+                l.tokens,
+                esc(&l.cost_text())
+            );
+        }
+        out.push_str("</tbody></table>");
+    }
+    out
 }

@@ -3,6 +3,8 @@
 //! again after the run, even after a crash.
 //!
 //! * [`data`]: [`data::collect`] gathers a [`data::RunData`];
+//! * [`cost`]: tokens and US dollars per task, backend, role and run, the
+//!   budgets, paused backends and waiting workers (the governor's state);
 //! * [`render`]: `run-summary.json`, `junit.xml`, `summary.md`,
 //!   `trace.json` (Chrome trace events);
 //! * [`html`]: `index.html`, a self-contained timeline;
@@ -19,6 +21,7 @@
 //! # Ok::<(), wavecrew_report::ReportError>(())
 //! ```
 
+pub mod cost;
 pub mod data;
 pub mod html;
 pub mod render;

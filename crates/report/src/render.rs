@@ -17,7 +17,11 @@ use serde_json::{Value, json};
 use crate::data::{RunData, TaskReport};
 
 /// The version of `run-summary.json`'s shape.
-pub const SCHEMA_VERSION: u32 = 1;
+///
+/// * 1: the first;
+/// * 2: adds `cost` (tokens and US dollars per task, backend, role and
+///   run, the budgets, the run budget's verdict, paused backends).
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// `run-summary.json`.
 pub fn run_summary(run: &RunData) -> Value {
@@ -31,7 +35,82 @@ pub fn run_summary(run: &RunData) -> Value {
         "graph_error": run.graph_error,
         "messages": run.messages,
         "tasks": run.tasks,
+        "cost": run.cost,
     })
+}
+
+/// The cost section of `summary.md` (empty when nothing was spent and no
+/// budget is set).
+pub fn cost_markdown(run: &RunData) -> String {
+    let c = &run.cost;
+    if c.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n## Cost\n\n");
+    if let Some(v) = &c.run_budget_crossed {
+        let _ = writeln!(out, "**Stopped by the budget:** {v}\n");
+    }
+    let _ = writeln!(
+        out,
+        "Run: {} tokens ({} input, {} cached, {} output), {}.",
+        c.run.tokens,
+        c.run.input_tokens,
+        c.run.cached_input_tokens,
+        c.run.output_tokens,
+        c.run.cost_text()
+    );
+    let b = &c.budget;
+    let mut budgets = Vec::new();
+    if let Some(t) = b.run_tokens {
+        budgets.push(format!("run_tokens {}/{t}", c.run.tokens));
+    }
+    if let Some(u) = b.run_usd {
+        budgets.push(format!(
+            "run_usd {}/${u}",
+            crate::cost::dollars(c.run.cost_usd.unwrap_or(0.0))
+        ));
+    }
+    if let Some(t) = b.task_tokens {
+        budgets.push(format!("task_tokens {t} per task"));
+    }
+    if let Some(u) = b.task_usd {
+        budgets.push(format!("task_usd ${u} per task"));
+    }
+    if !budgets.is_empty() {
+        let _ = writeln!(out, "Budget: {}.", budgets.join(", "));
+    }
+    if !c.run.unpriced_models.is_empty() {
+        let _ = writeln!(
+            out,
+            "No price for: {} (counted in tokens; add `[prices.\"<model>\"]` to wavecrew.toml).",
+            c.run.unpriced_models.join(", ")
+        );
+    }
+    for (title, rows) in [
+        ("task", &c.tasks),
+        ("backend", &c.backends),
+        ("role", &c.roles),
+    ] {
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "\n| {title} | input | cached | output | tokens | cost |\n|---|---:|---:|---:|---:|---|"
+        );
+        for (name, l) in rows {
+            let _ = writeln!(
+                out,
+                "| {name} | {} | {} | {} | {} | {} |",
+                l.input_tokens,
+                l.cached_input_tokens,
+                l.output_tokens,
+                l.tokens,
+                l.cost_text()
+            );
+        }
+    }
+    out
 }
 
 fn human_ms(ms: Option<u64>) -> String {
@@ -88,6 +167,7 @@ pub fn summary_markdown(run: &RunData) -> String {
             t.files_changed.len()
         );
     }
+    out.push_str(&cost_markdown(run));
     let failed: Vec<&TaskReport> = run
         .tasks
         .iter()
@@ -221,6 +301,40 @@ pub fn trace(run: &RunData) -> Value {
             "args": {"state": t.state, "wave": t.wave, "backend": t.backend, "attempts": t.attempts.len(),
                      "critical": t.critical, "title": t.title},
         }));
+    }
+    // The governor's waits: one span per attempt that waited to start.
+    if let Some(origin) = run
+        .started_at
+        .as_deref()
+        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+    {
+        let mut waits = Vec::new();
+        for t in &run.tasks {
+            for a in &t.attempts {
+                let Some(g) = &a.governor else { continue };
+                let waited = g["waited_ms"].as_u64().unwrap_or(0);
+                let Some(asked) = g["asked_at"]
+                    .as_str()
+                    .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+                else {
+                    continue;
+                };
+                if waited == 0 {
+                    continue;
+                }
+                let at = u64::try_from(asked.duration_since(origin).as_millis()).unwrap_or(0);
+                waits.push(json!({
+                    "name": format!("{} waits for {}", t.id, a.backend), "cat": "governor", "ph": "X",
+                    "ts": at * 1000, "dur": waited * 1000, "pid": 1, "tid": 0,
+                    "args": {"task": t.id, "attempt": a.attempt, "backend": a.backend, "waited_for": g["waited_for"]},
+                }));
+            }
+        }
+        if !waits.is_empty() {
+            events.push(json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": 0,
+                               "args": {"name": "governor waits"}}));
+            events.extend(waits);
+        }
     }
     json!({"traceEvents": events, "displayTimeUnit": "ms"})
 }

@@ -55,6 +55,9 @@ pub fn status_json(run: &RunData, last: usize) -> Value {
         "waves": run.waves.iter().map(|w| w.iter().map(|id| json!({"id": id, "state": run.task(id).map(|t| t.state.clone())})).collect::<Vec<_>>()).collect::<Vec<_>>(),
         "running": running(run),
         "critical_path": run.critical_path,
+        "spend": {"run": run.cost.run, "budget": run.cost.budget, "run_budget_crossed": run.cost.run_budget_crossed},
+        "paused_backends": run.cost.paused,
+        "waiting": run.cost.waiting,
         "recent_messages": recent,
     })
 }
@@ -99,6 +102,7 @@ pub fn status_text(run: &RunData, last: usize) -> String {
             r.elapsed_secs.map_or_else(|| "?".into(), |s| s.to_string())
         );
     }
+    out.push_str(&spend_text(run));
     let _ = writeln!(
         out,
         "\nCritical path: {}",
@@ -126,6 +130,46 @@ pub fn status_text(run: &RunData, last: usize) -> String {
             m["type"].as_str().unwrap_or(""),
             m["summary"].as_str().unwrap_or("")
         );
+    }
+    out
+}
+
+/// Spend against the budgets, paused backends with their reset, waiting
+/// workers.
+fn spend_text(run: &RunData) -> String {
+    let c = &run.cost;
+    let mut out = String::new();
+    if c.is_empty() && c.waiting.is_empty() {
+        return out;
+    }
+    let b = &c.budget;
+    let of = |limit: Option<u64>| limit.map_or_else(String::new, |l| format!(" of {l}"));
+    let _ = writeln!(
+        out,
+        "\nSpend: {} tokens{}, {}{}",
+        c.run.tokens,
+        of(b.run_tokens),
+        c.run.cost_text(),
+        b.run_usd.map_or_else(String::new, |u| format!(" of ${u}"))
+    );
+    if let Some(v) = &c.run_budget_crossed {
+        let _ = writeln!(out, "  budget crossed: {v}; no new attempt starts");
+    }
+    if !c.paused.is_empty() {
+        out.push_str("Paused backends:\n");
+        for p in &c.paused {
+            let _ = writeln!(out, "  {} until {} ({})", p.backend, p.until, p.reason);
+        }
+    }
+    if !c.waiting.is_empty() {
+        out.push_str("Waiting:\n");
+        for w in &c.waiting {
+            let _ = writeln!(
+                out,
+                "  {} for {} since {}: {}",
+                w.task, w.backend, w.since, w.reason
+            );
+        }
     }
     out
 }

@@ -77,6 +77,14 @@ pub struct MockOptions {
     pub file_content: String,
     /// The final message.
     pub final_text: String,
+    /// Inject [`MockOptions::fail`] into the first this many model calls
+    /// only (all of them when `None`).
+    pub fail_first: Option<usize>,
+    /// With `Fail::Status(429)`: the `retry-after` header (seconds), also
+    /// named in the error text as providers do ("retry after N s").
+    pub retry_after_secs: Option<u64>,
+    /// The usage each model call reports: `(input, output)` tokens.
+    pub usage: (u64, u64),
 }
 
 impl Default for MockOptions {
@@ -89,6 +97,9 @@ impl Default for MockOptions {
             file_name: "hello.txt".into(),
             file_content: "hi".into(),
             final_text: "Done: created hello.txt".into(),
+            fail_first: None,
+            retry_after_secs: None,
+            usage: (10, 5),
         }
     }
 }
@@ -298,7 +309,16 @@ async fn handle(
         &header_pairs,
         &body,
     ) {
-        Reply::Json(status, v) => json_response(status, &v),
+        Reply::Json(status, v) => {
+            let mut r = json_response(status, &v);
+            if status == 429
+                && let Some(secs) = shared.options.retry_after_secs
+                && let Ok(value) = header::HeaderValue::from_str(&secs.to_string())
+            {
+                r.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+            r
+        }
         Reply::Events(text) => Response::builder()
             .status(StatusCode::OK)
             .header(header::CONTENT_TYPE, "text/event-stream")
@@ -416,9 +436,16 @@ fn respond(
         || path.contains(":streamGenerateContent")
         || path.contains(":generateContent");
     if is_model_call {
-        *shared.model_calls.lock().unwrap() += 1;
+        let call = {
+            let mut n = shared.model_calls.lock().unwrap();
+            *n += 1;
+            *n
+        };
         let opts = &shared.options;
         let mut fail = opts.fail;
+        if opts.fail_first.is_some_and(|n| call > n) {
+            fail = Fail::None;
+        }
         if let Some(expected) = &opts.expect_key
             && presented_key(headers, uri).as_deref() != Some(expected.as_str())
         {
@@ -426,7 +453,7 @@ fn respond(
         }
         match fail {
             Fail::Hang => return Reply::Hang,
-            Fail::Status(code) => return error_reply(shared.api, code),
+            Fail::Status(code) => return error_reply(shared.api, code, opts.retry_after_secs),
             Fail::None | Fail::Midstream => {}
         }
     }
@@ -447,7 +474,7 @@ fn respond(
                     json!({"id": shared.next_id("msg"), "type": "message", "role": "assistant",
                             "model": parsed.get("model").cloned().unwrap_or(json!("claude-mock")),
                             "content": blocks, "stop_reason": stop, "stop_sequence": null,
-                            "usage": {"input_tokens": 10, "output_tokens": 5}}),
+                            "usage": {"input_tokens": shared.options.usage.0, "output_tokens": shared.options.usage.1}}),
                 )
             }
         }
@@ -467,8 +494,11 @@ fn respond(
     }
 }
 
-fn error_reply(api: Api, code: u16) -> Reply {
-    let message = format!("mock {code}");
+fn error_reply(api: Api, code: u16, retry_after: Option<u64>) -> Reply {
+    let message = match retry_after {
+        Some(s) if code == 429 => format!("mock {code}: rate limit reached; retry after {s} s"),
+        _ => format!("mock {code}"),
+    };
     let body = match api {
         Api::Anthropic => {
             let kind = match code {
@@ -595,7 +625,7 @@ fn responses_reply(shared: &Shared, body: &Value) -> Vec<(Option<&'static str>, 
     ev.push((
         Some("response.completed"),
         json!({"type": "response.completed", "response": {"id": resp_id, "object": "response", "model": model, "status": "completed", "output": output,
-            "usage": {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}}}),
+            "usage": {"input_tokens": shared.options.usage.0, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": shared.options.usage.1, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": shared.options.usage.0 + shared.options.usage.1}}}),
     ));
     ev
 }
@@ -673,7 +703,7 @@ fn anthropic_events(
         Some("message_start"),
         json!({"type": "message_start", "message": {"id": shared.next_id("msg"), "type": "message", "role": "assistant", "model": model,
             "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": 10, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
+            "usage": {"input_tokens": shared.options.usage.0, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
     )];
     for (i, b) in blocks.iter().enumerate() {
         if b["type"] == "text" {
@@ -688,7 +718,7 @@ fn anthropic_events(
             json!({"type": "content_block_stop", "index": i}),
         ));
     }
-    ev.push((Some("message_delta"), json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 5}})));
+    ev.push((Some("message_delta"), json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": shared.options.usage.1}})));
     ev.push((Some("message_stop"), json!({"type": "message_stop"})));
     ev
 }

@@ -48,6 +48,9 @@ pub enum OutcomeClass {
     Unavailable,
     /// The agent finished but tools it needed were denied.
     PermissionDenied,
+    /// The attempt crossed a budget (`[budget]` of `wavecrew.toml`) and was
+    /// stopped like a timeout; the error names the budget.
+    BudgetExceeded,
 }
 
 impl OutcomeClass {
@@ -62,6 +65,7 @@ impl OutcomeClass {
             OutcomeClass::Stalled => "stalled",
             OutcomeClass::Unavailable => "unavailable",
             OutcomeClass::PermissionDenied => "permission_denied",
+            OutcomeClass::BudgetExceeded => "budget_exceeded",
         }
     }
 

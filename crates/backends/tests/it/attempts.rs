@@ -673,3 +673,134 @@ async fn an_outcome_that_cannot_be_written_stops_the_task_with_the_error() {
     assert!(!error.is_no_space());
     assert_eq!(run.last().unwrap().outcome.name(), "failed");
 }
+
+/// The governor through `run_task` with the scripted agent: `max_parallel
+/// = 1` makes the second task wait (its span says how long and why), and
+/// a task whose future is dropped mid-attempt gives its slot back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_governor_holds_a_second_attempt_and_a_dropped_one_frees_its_slot() {
+    use wavecrew_backends::governor::{Admission, Governor};
+    let repo = git_repo();
+    let session = tempfile::tempdir().unwrap();
+    let config = scripted_config(
+        session.path(),
+        "s",
+        "codex",
+        &json!({"scenarios": [{"steps": [{"sleep_ms": 400}, {"say": "done"}]}]}),
+        "max_parallel = 1\n",
+    );
+    let prompt = |_: u32, _: Option<&str>| "p".to_owned();
+    let (a, b) = (TaskId::new("T-1").unwrap(), TaskId::new("T-2").unwrap());
+    let spec = |task| TaskAttempts {
+        config: &config,
+        backend: "s",
+        task_id: task,
+        cwd: repo.path(),
+        mode: Mode::Write,
+        session_dir: session.path(),
+        prompt: &prompt,
+        on_event: &|_| {},
+    };
+    let (sa, sb) = (spec(&a), spec(&b));
+    let (ra, rb) = tokio::join!(run_task(&sa), run_task(&sb));
+    assert!(ra.success && rb.success);
+    let span = |t: &str| -> serde_json::Value {
+        serde_json::from_slice(
+            &std::fs::read(session.path().join(format!("attempts/{t}/1/governor.json"))).unwrap(),
+        )
+        .unwrap()
+    };
+    let (sa, sb) = (span("T-1"), span("T-2"));
+    let (first, second) = if sa["admitted_ms"].as_u64() < sb["admitted_ms"].as_u64() {
+        (sa, sb)
+    } else {
+        (sb, sa)
+    };
+    assert!(
+        second["admitted_ms"].as_u64().unwrap() >= first["released_ms"].as_u64().unwrap(),
+        "{first} {second}"
+    );
+    assert_eq!(second["waited_for"], json!(["max_parallel"]));
+    assert!(second["waited_ms"].as_u64().unwrap() > 0);
+
+    let c = TaskId::new("T-3").unwrap();
+    let sc = spec(&c);
+    let cut = tokio::time::timeout(std::time::Duration::from_millis(150), run_task(&sc)).await;
+    assert!(cut.is_err(), "the attempt was still running");
+    let governor = Governor::for_session(&config, session.path());
+    assert!(
+        matches!(
+            governor.try_admit("s", "T-4", 1).unwrap(),
+            Admission::Granted(_)
+        ),
+        "the dropped attempt's slot is free"
+    );
+}
+
+/// `--hard-budget`: the attempt that crosses the run budget and every other
+/// running one (at its next output) are stopped (`budget_exceeded`), and
+/// no new one starts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hard_run_budget_stops_running_attempts() {
+    use wavecrew_backends::governor::Governor;
+    let repo = git_repo();
+    let session = tempfile::tempdir().unwrap();
+    let mut config = scripted_config(
+        session.path(),
+        "s",
+        "codex",
+        &json!({"scenarios": [
+            {"match": {"prompt_contains": "long"}, "steps": [{"sleep_ms": 20000}, {"say": "late"}]},
+            {"steps": [{"say": "quick"}]}
+        ]}),
+        "",
+    );
+    config.budget.run_tokens = Some(20);
+    Governor::for_session(&config, session.path())
+        .set_hard_budget(true)
+        .unwrap();
+    let (a, b) = (TaskId::new("T-1").unwrap(), TaskId::new("T-2").unwrap());
+    let long = |_: u32, _: Option<&str>| "long".to_owned();
+    let quick = |_: u32, _: Option<&str>| "quick".to_owned();
+    let spec_a = TaskAttempts {
+        config: &config,
+        backend: "s",
+        task_id: &a,
+        cwd: repo.path(),
+        mode: Mode::Write,
+        session_dir: session.path(),
+        prompt: &long,
+        on_event: &|_| {},
+    };
+    let spec_b = TaskAttempts {
+        task_id: &b,
+        prompt: &quick,
+        ..TaskAttempts { ..spec_a }
+    };
+    let started = std::time::Instant::now();
+    let (ra, rb) = tokio::join!(run_task(&spec_a), async {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        run_task(&spec_b).await
+    });
+    assert_eq!(
+        rb.attempts[0].outcome.outcome.name(),
+        "budget_exceeded",
+        "{rb:#?}"
+    );
+    assert!(!ra.success);
+    let o = &ra.attempts[0].outcome;
+    assert_eq!(o.outcome.name(), "budget_exceeded", "{o:#?}");
+    assert!(
+        o.error.as_deref().unwrap().contains("--hard-budget"),
+        "{o:#?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(15));
+    let c = TaskId::new("T-3").unwrap();
+    let spec_c = TaskAttempts {
+        task_id: &c,
+        ..TaskAttempts { ..spec_b }
+    };
+    let rc = run_task(&spec_c).await;
+    assert!(rc.attempts.is_empty());
+    assert!(rc.failure.unwrap().contains("run_tokens = 20"));
+}

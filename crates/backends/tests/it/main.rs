@@ -2,6 +2,7 @@
 //! argv safety, and the recorded streams of the real CLIs.
 
 mod attempts;
+mod governor;
 mod real_clis;
 mod samples;
 mod supervision;

@@ -22,14 +22,14 @@ use wavecrew_testkit::model_server::{Api, Fail, MockLlm, MockOptions, unreachabl
 /// The hostile prompt every run sends: it must reach the model verbatim.
 const PROMPT: &str = "Create a file hello.txt containing hi. \"; touch pwned; \" $(touch pwned2) `touch pwned3`\n-- done";
 
-struct World {
-    _tmp: tempfile::TempDir,
-    repo: std::path::PathBuf,
-    home: std::path::PathBuf,
-    out: std::path::PathBuf,
+pub(crate) struct World {
+    pub(crate) _tmp: tempfile::TempDir,
+    pub(crate) repo: std::path::PathBuf,
+    pub(crate) home: std::path::PathBuf,
+    pub(crate) out: std::path::PathBuf,
 }
 
-fn world() -> World {
+pub(crate) fn world() -> World {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     let home = tmp.path().join("home");
@@ -68,7 +68,7 @@ fn world() -> World {
     }
 }
 
-fn backend(cli: AgentCli, w: &World, base_url: &str) -> ResolvedBackend {
+pub(crate) fn backend(cli: AgentCli, w: &World, base_url: &str) -> ResolvedBackend {
     let mut env = BTreeMap::new();
     env.insert("HOME".to_owned(), w.home.display().to_string());
     env.insert(
@@ -161,7 +161,7 @@ async fn attempt(
         .await
 }
 
-fn api(cli: AgentCli) -> Api {
+pub(crate) fn api(cli: AgentCli) -> Api {
     match cli {
         AgentCli::Codex => Api::Responses,
         AgentCli::Gemini => Api::Gemini,
