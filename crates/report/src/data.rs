@@ -5,7 +5,7 @@
 //! memory of a running process, so any report can be regenerated after the
 //! run, even after a crash.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -119,6 +119,9 @@ pub struct RunData {
     /// The session folder.
     #[serde(skip)]
     pub session_dir: PathBuf,
+    /// Where each task is in `tasks`, by id.
+    #[serde(skip)]
+    index: HashMap<String, usize>,
 }
 
 impl RunData {
@@ -133,7 +136,7 @@ impl RunData {
 
     /// The task by id.
     pub fn task(&self, id: &str) -> Option<&TaskReport> {
-        self.tasks.iter().find(|t| t.id == id)
+        self.index.get(id).and_then(|&i| self.tasks.get(i))
     }
 }
 
@@ -226,11 +229,7 @@ fn attempts_of(session_dir: &Path, id: &TaskId) -> Vec<AttemptInfo> {
         .collect()
 }
 
-fn task_report(session_dir: &Path, t: &Task, bus: &[Value]) -> TaskReport {
-    let mine: Vec<&Value> = bus
-        .iter()
-        .filter(|m| m.pointer("/data/task_id").and_then(Value::as_str) == Some(t.id.as_str()))
-        .collect();
+fn task_report(session_dir: &Path, t: &Task, mine: &[&Value]) -> TaskReport {
     let started_at = mine
         .iter()
         .find(|m| !FINAL_KINDS.contains(&m["type"].as_str().unwrap_or("")))
@@ -308,17 +307,23 @@ pub fn collect(session_dir: &Path) -> Result<RunData, ReportError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    // Each task's records, in log order: one pass over the bus.
+    let mut by_task: HashMap<&str, Vec<&Value>> = HashMap::new();
+    for m in &bus {
+        if let Some(id) = m.pointer("/data/task_id").and_then(Value::as_str) {
+            by_task.entry(id).or_default().push(m);
+        }
+    }
     let mut reports: Vec<TaskReport> = tasks
         .iter()
-        .map(|t| task_report(session_dir, t, &bus))
+        .map(|t| {
+            let mine = by_task.get(t.id.as_str()).map_or(&[][..], Vec::as_slice);
+            task_report(session_dir, t, mine)
+        })
         .collect();
-    let nodes = tasks.iter().map(|t| {
+    let nodes = tasks.iter().zip(&reports).map(|(t, r)| {
         let mut n = TaskNode::new(t.id.clone(), t.blocked_by.iter().cloned());
-        if let Some(ms) = reports
-            .iter()
-            .find(|r| r.id == t.id.as_str())
-            .and_then(|r| r.duration_ms)
-        {
+        if let Some(ms) = r.duration_ms {
             #[allow(clippy::cast_precision_loss)]
             let secs = ms as f64 / 1000.0;
             n = n.with_estimate(secs.max(0.001));
@@ -344,9 +349,16 @@ pub fn collect(session_dir: &Path) -> Result<RunData, ReportError> {
         }
         Err(e) => (Vec::new(), Vec::new(), Some(e.to_string())),
     };
+    let wave_of: HashMap<&str, usize> = waves
+        .iter()
+        .enumerate()
+        .flat_map(|(k, w)| w.iter().map(move |id| (id.as_str(), k + 1)))
+        .collect();
+    let critical: std::collections::HashSet<&str> =
+        critical_path.iter().map(String::as_str).collect();
     for r in &mut reports {
-        r.wave = waves.iter().position(|w| w.contains(&r.id)).map(|i| i + 1);
-        r.critical = critical_path.contains(&r.id);
+        r.wave = wave_of.get(r.id.as_str()).copied();
+        r.critical = critical.contains(r.id.as_str());
     }
     let started_at = bus
         .first()
@@ -354,6 +366,11 @@ pub fn collect(session_dir: &Path) -> Result<RunData, ReportError> {
         .map(str::to_owned);
     let ended_at = bus.last().and_then(|m| m["ts"].as_str()).map(str::to_owned);
     let reports_for_cost = reports.clone();
+    let index = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| (r.id.clone(), i))
+        .collect();
     Ok(RunData {
         task_description: session
             .as_ref()
@@ -385,6 +402,7 @@ pub fn collect(session_dir: &Path) -> Result<RunData, ReportError> {
         ),
         session_id,
         session_dir: session_dir.to_owned(),
+        index,
     })
 }
 
