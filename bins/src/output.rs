@@ -8,6 +8,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 static LINES_TO_STDERR: AtomicBool = AtomicBool::new(false);
 
+/// Write a line on stderr. A stderr that cannot be written (a full disk
+/// under a redirected log, a closed pipe) loses the line; it never panics,
+/// as `eprintln!` would.
+fn to_stderr(line: std::fmt::Arguments<'_>) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_fmt(line);
+    let _ = err.write_all(b"\n");
+}
+
 /// From now on, [`line()`] writes to stderr: stdout is kept for the one JSON
 /// object of a `--json` command.
 pub fn lines_to_stderr() {
@@ -18,7 +27,7 @@ pub fn lines_to_stderr() {
 /// stderr after [`lines_to_stderr`].
 pub fn line(s: &str) {
     if LINES_TO_STDERR.load(Ordering::Relaxed) {
-        eprintln!("{s}");
+        to_stderr(format_args!("{s}"));
         return;
     }
     let mut out = std::io::stdout().lock();
@@ -37,17 +46,17 @@ pub fn json(v: &serde_json::Value) {
 
 /// Print `error: <message>` on stderr.
 pub fn error(msg: &str) {
-    eprintln!("error: {msg}");
+    to_stderr(format_args!("error: {msg}"));
 }
 
 /// Print `warning: <message>` on stderr.
 pub fn warning(msg: &str) {
-    eprintln!("warning: {msg}");
+    to_stderr(format_args!("warning: {msg}"));
 }
 
 /// Print a progress line on stderr (plain, one per event).
 pub fn progress(msg: &str) {
-    eprintln!("{msg}");
+    to_stderr(format_args!("{msg}"));
 }
 
 /// A progress bar on stderr when it is a terminal and `CI` is not set;

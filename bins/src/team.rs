@@ -315,6 +315,20 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
         return Ok(Exit::Interrupted);
     };
     let end = end?;
+    if let RunEnd::Interrupted { task, reason } = &end {
+        // Record what can be recorded; the interruption is the news.
+        if let Err(e) = team.finish(&end) {
+            output::error(&format!("the session could not be finished: {e}"));
+        }
+        output::error(&format!(
+            "interrupted: the worker of {} stopped: {reason}",
+            task.as_str()
+        ));
+        output::error(
+            "nothing new was started; fix the cause (a full disk: free some space), then resume with `wavecrew run` on the same session",
+        );
+        return Ok(Exit::Interrupted);
+    }
     let finished = team.finish(&end)?;
     let dir = team.valid.dir.display().to_string();
     let reports_ok = match &finished.reports {
@@ -344,6 +358,7 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
             output::error("decide, then resume with `wavecrew run` on the same session");
             return Ok(Exit::Failed);
         }
+        RunEnd::Interrupted { .. } => return Ok(Exit::Interrupted),
         RunEnd::Complete | RunEnd::Failed { .. } => {}
     }
     output::line(finished.banner.trim_end());

@@ -186,3 +186,80 @@ fn always_runs_the_dependents_of_a_failed_task() {
     assert_eq!(p.status("IMPL-001"), TaskStatus::Failed);
     assert_eq!(p.status("IMPL-002"), TaskStatus::Completed);
 }
+
+/// A tmpfs mounted for one test, unmounted when dropped (even on failure).
+struct Tmpfs(std::path::PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.0)
+            .status();
+    }
+}
+
+#[test]
+fn a_full_disk_interrupts_the_run_and_it_resumes_once_there_is_space() {
+    // The project lives on a 3 MB tmpfs; IMPL-001's agent fills it.
+    let p = project(
+        &[
+            ("IMPL-001", &[], "developer"),
+            ("IMPL-002", &["IMPL-001"], "developer"),
+        ],
+        &json!([
+            {"match": {"task": "IMPL-001"}, "steps": [
+                {"run": ["sh", "-c", "[ -e filled ] || { touch filled; head -c 8000000 /dev/zero > fill.bin; }; true"]},
+                {"write": {"path": "out/IMPL-001.txt", "content": "ok\n"}},
+                {"say": "IMPL-001 done"}]},
+            writes("IMPL-002"),
+        ]),
+        "",
+    );
+    let mount = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=3m", "tmpfs"])
+        .arg(mount.path())
+        .status()
+        .expect("mount runs (the tests run as root)");
+    assert!(status.success(), "mounting a tmpfs needs root");
+    let _guard = Tmpfs(mount.path().to_owned());
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", p.root().display()))
+        .arg(mount.path())
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let session = mount
+        .path()
+        .join(".workflow/.team")
+        .join(crate::team::SESSION);
+    let o = run_bin(
+        "wavecrew",
+        &["run", session.to_str().unwrap()],
+        mount.path(),
+    );
+    assert_eq!(o.code, 3, "interrupted and resumable: {}", o.render());
+    // The worker hit the full disk (it exits 3, never panics printing to
+    // a full log); the orchestrator started nothing more and says so.
+    assert!(
+        o.stderr
+            .contains("interrupted: the worker of IMPL-001 stopped"),
+        "{}",
+        o.stderr
+    );
+    assert!(o.stderr.contains("free some space"), "{}", o.stderr);
+    std::fs::remove_file(mount.path().join("fill.bin")).unwrap();
+    let o = run_bin(
+        "wavecrew",
+        &["run", session.to_str().unwrap()],
+        mount.path(),
+    );
+    assert_eq!(o.code, 0, "the resume completes: {}", o.render());
+    let store = wavecrew_core::FileTaskStore::for_session(&session);
+    for id in ["IMPL-001", "IMPL-002"] {
+        let t = store.get(&TaskId::new(id).unwrap()).unwrap();
+        assert_eq!(t.status, TaskStatus::Completed, "{id}");
+    }
+}

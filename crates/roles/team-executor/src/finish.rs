@@ -34,7 +34,7 @@ impl<B: MessageBus + 'static> Team<B> {
         match end {
             RunEnd::Complete => self.valid.session.status = SessionStatus::Completed,
             RunEnd::Paused { .. } => self.valid.session.status = SessionStatus::Paused,
-            RunEnd::Failed { .. } | RunEnd::Stalled { .. } => {}
+            RunEnd::Failed { .. } | RunEnd::Stalled { .. } | RunEnd::Interrupted { .. } => {}
         }
         self.valid.session.active_workers.clear();
         write_session(&mut self.valid, &tasks)?;

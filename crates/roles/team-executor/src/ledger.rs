@@ -17,7 +17,7 @@ use serde_json::{Map, json};
 use wavecrew_core::bus::MessageBus;
 use wavecrew_core::{TaskId, TaskStatus, TaskStore};
 
-use crate::orchestrate::Progress;
+use crate::orchestrate::{Interruption, Progress, interrupted};
 use crate::reconcile::write_session_counts;
 use crate::validate::ValidSession;
 
@@ -62,6 +62,7 @@ struct State<B: MessageBus> {
     store: Arc<dyn TaskStore>,
     bus: Arc<B>,
     on_progress: Arc<dyn Fn(&Progress) + Send + Sync>,
+    interruption: Interruption,
     total: usize,
     done: usize,
     running: usize,
@@ -78,6 +79,7 @@ impl Ledger {
         store: Arc<dyn TaskStore>,
         bus: Arc<B>,
         on_progress: Arc<dyn Fn(&Progress) + Send + Sync>,
+        interruption: Interruption,
         (total, done): (usize, usize),
     ) -> (NoteSender, Ledger) {
         let (tx, rx) = std::sync::mpsc::channel();
@@ -86,6 +88,7 @@ impl Ledger {
             store,
             bus,
             on_progress,
+            interruption,
             total,
             done,
             running: 0,
@@ -180,6 +183,11 @@ impl<B: MessageBus> State<B> {
     }
 
     fn skip(&mut self, task: &TaskId, cause: &TaskId) {
+        // An interrupted run skips nothing: the interrupted task and what
+        // waits for it stay for the resume.
+        if interrupted(&self.interruption).is_some() {
+            return;
+        }
         let updated = self.store.update(task, &mut |x| {
             if x.status == TaskStatus::Pending {
                 x.status = TaskStatus::Skipped;

@@ -109,6 +109,26 @@ pub enum RunEnd {
         /// Each stuck task and why.
         stuck: Vec<(TaskId, String)>,
     },
+    /// A worker was interrupted by its environment (it exited 3: a full
+    /// disk, say): nothing new started, the task stays for a resume.
+    Interrupted {
+        /// The task whose worker was interrupted.
+        task: TaskId,
+        /// What the worker said last.
+        reason: String,
+    },
+}
+
+/// The first worker interruption of a run, shared by the runners (which
+/// set it), the ledger (which then skips nothing) and the dispatch loop
+/// (which then starts nothing).
+pub(crate) type Interruption = Arc<std::sync::Mutex<Option<(TaskId, String)>>>;
+
+/// The interruption, if any.
+pub(crate) fn interrupted(i: &Interruption) -> Option<(TaskId, String)> {
+    i.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
 }
 
 /// One line of progress.
@@ -166,6 +186,7 @@ pub struct Team<B: MessageBus + 'static> {
     started: Instant,
     revisions: HashMap<String, u32>,
     paused: Option<(String, String)>,
+    interruption: Interruption,
 }
 
 impl<B: MessageBus + 'static> std::fmt::Debug for Team<B> {
@@ -248,6 +269,7 @@ impl<B: MessageBus + 'static> Team<B> {
             started: Instant::now(),
             revisions: HashMap::new(),
             paused: None,
+            interruption: Interruption::default(),
         }
     }
 
@@ -586,6 +608,7 @@ impl<B: MessageBus + 'static> Team<B> {
             Arc::clone(&self.store),
             Arc::clone(&self.bus),
             Arc::clone(&self.on_progress),
+            Arc::clone(&self.interruption),
             (tasks.len(), done),
         );
         let outcome = self.dispatch_rounds(tasks, &notes).await;
@@ -594,6 +617,9 @@ impl<B: MessageBus + 'static> Team<B> {
         self.valid.session.active_workers = valid.session.active_workers;
         self.valid.session.pipeline = valid.session.pipeline;
         let stopping = outcome?;
+        if let Some((task, reason)) = interrupted(&self.interruption) {
+            return Ok(RunEnd::Interrupted { task, reason });
+        }
         let store = Arc::clone(&self.store);
         let tasks = blocking(move || store.list()).await?;
         if let Some((task, reason)) = self.paused.clone() {
@@ -641,6 +667,7 @@ impl<B: MessageBus + 'static> Team<B> {
             bus: Arc::clone(&self.bus),
             launcher: self.launcher(),
             notes: notes.clone(),
+            interruption: Arc::clone(&self.interruption),
             crash_retries: self.options.crash_retries,
             poll: self.options.poll,
         });
@@ -680,7 +707,7 @@ impl<B: MessageBus + 'static> Team<B> {
                     report = &mut dispatch => break report,
                     () = tokio::time::sleep(self.options.poll) => {
                         created |= self.follow_bus(&mut cursor).await?;
-                        if self.paused.is_some() {
+                        if self.paused.is_some() || interrupted(&self.interruption).is_some() {
                             let _ = stop_tx.send(true);
                         }
                     }
@@ -693,7 +720,11 @@ impl<B: MessageBus + 'static> Team<B> {
                     .states
                     .values()
                     .any(|s| matches!(s, FinalState::Failed(_)));
-            if report.cancelled || stopped_by_failure || self.paused.is_some() {
+            if report.cancelled
+                || stopped_by_failure
+                || self.paused.is_some()
+                || interrupted(&self.interruption).is_some()
+            {
                 return Ok(true);
             }
             if !created {
@@ -709,6 +740,10 @@ impl<B: MessageBus + 'static> Team<B> {
         self.started.elapsed()
     }
 }
+
+/// The exit code of a worker interrupted by its environment (every
+/// wavecrew binary: 3, interrupted and resumable).
+const INTERRUPTED_EXIT: i32 = 3;
 
 fn role_class(role: &str) -> String {
     format!("role:{role}")
@@ -777,6 +812,7 @@ struct WorkerRunner<B: MessageBus + 'static> {
     bus: Arc<B>,
     launcher: Launcher,
     notes: NoteSender,
+    interruption: Interruption,
     crash_retries: u32,
     poll: Duration,
 }
@@ -908,8 +944,14 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
             });
             let exit = started.child.wait().await;
             let _ = self.notes.send(Note::Exited { pid });
-            if let Err(e) = exit {
-                tracing::error!("{}: waiting for its worker: {e}", id.as_str());
+            match exit {
+                // Exit 3: the worker's environment interrupted it (a full
+                // disk): stop starting work, keep the task for a resume.
+                Ok(status) if status.code() == Some(INTERRUPTED_EXIT) => {
+                    return Ok(self.interrupted_by(id).await);
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!("{}: waiting for its worker: {e}", id.as_str()),
             }
             let after = self.get(id).await?;
             if let Some(outcome) = self.ended(&after) {
@@ -927,6 +969,30 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 }
             }
         }
+    }
+
+    /// Record that `id`'s worker was interrupted, with the last thing its
+    /// log says.
+    async fn interrupted_by(&self, id: &TaskId) -> RunOutcome {
+        let log = self
+            .launcher
+            .session_dir
+            .join("workers")
+            .join(format!("{}.log", id.as_str()));
+        let last = blocking(move || std::fs::read_to_string(log).unwrap_or_default()).await;
+        let reason = last
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("its worker exited 3 (interrupted)")
+            .trim()
+            .to_owned();
+        let mut slot = self
+            .interruption
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.get_or_insert_with(|| (id.clone(), reason.clone()));
+        RunOutcome::failed(format!("interrupted: {reason}"))
     }
 
     async fn could_not_start(
