@@ -104,12 +104,17 @@ fn run(args: &ExecutorArgs) -> CmdResult {
             }
         }
     }
-    wavecrew_role_team::check_graph(&store.list()?).map_err(|e| {
-        CliError::bad_input(anyhow::anyhow!(
-            "{}: {e}",
-            session.ctx.session_dir.display()
-        ))
-    })?;
+    // A worker that discovers its tasks checks the graph first; one given
+    // its task (`--task`, the orchestrator's assignment, made on a checked
+    // graph) does not read the whole store: its claim checks the blockers.
+    if session.task.is_none() {
+        wavecrew_role_team::check_graph(&store.list()?).map_err(|e| {
+            CliError::bad_input(anyhow::anyhow!(
+                "{}: {e}",
+                session.ctx.session_dir.display()
+            ))
+        })?;
+    }
     let executor = Executor::new(session.ctx.clone());
     let options = WorkerOptions {
         task: session.task.clone(),

@@ -44,6 +44,16 @@ pub fn json(v: &serde_json::Value) {
     );
 }
 
+/// Print any serializable value as pretty JSON on stdout, written as it is
+/// serialized (no intermediate value; a broken pipe is ignored).
+pub fn json_of<T: serde::Serialize>(v: &T) {
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    if serde_json::to_writer_pretty(&mut out, v).is_ok() {
+        let _ = out.write_all(b"\n");
+    }
+    let _ = out.flush();
+}
+
 /// Print `error: <message>` on stderr.
 pub fn error(msg: &str) {
     to_stderr(format_args!("error: {msg}"));
