@@ -24,7 +24,7 @@ use crate::adapter::supports_resume;
 use crate::config::{Config, ResolvedBackend};
 use crate::governor::{Admission, Governor, Permit, WaitReason, iso};
 use crate::routing::{NextStep, Switch, next_step, route};
-use crate::runner::{AttemptError, CliBackend};
+use crate::runner::{AttemptError, CliBackend, off_runtime};
 
 /// Something that happened while running a task's attempts.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -237,10 +237,12 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
             .await
             {
                 Gate::Go(permit, span) => {
-                    let _ = wavecrew_core::fsutil::write_json_atomic(
-                        &attempt_dir.join(GOVERNOR_SPAN),
-                        &span,
-                    );
+                    let _ = off_runtime(|| {
+                        wavecrew_core::fsutil::write_json_atomic(
+                            &attempt_dir.join(GOVERNOR_SPAN),
+                            &span,
+                        )
+                    });
                     Slot {
                         governor: &governor,
                         permit: Some(permit),
@@ -249,7 +251,14 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 Gate::Fallback(to, why) => {
                     attempt_no -= 1;
                     tried.push(resolved.name.clone());
-                    governor.announce_fallback(spec.task_id.as_str(), &resolved.name, &to, &why);
+                    off_runtime(|| {
+                        governor.announce_fallback(
+                            spec.task_id.as_str(),
+                            &resolved.name,
+                            &to,
+                            &why,
+                        );
+                    });
                     let switch = Switch {
                         from: resolved.name.clone(),
                         to: to.clone(),
@@ -303,13 +312,14 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
             // Pause before the slot is given back, so no waiting worker
             // slips in between.
             if let OutcomeClass::RateLimited { retry_after_secs } = &outcome.outcome
-                && let Err(e) =
+                && let Err(e) = off_runtime(|| {
                     governor.pause(&resolved.name, spec.task_id.as_str(), *retry_after_secs)
+                })
             {
                 tracing::warn!("governor: {e}");
             }
             permit.release(outcome.outcome.is_success());
-            record_release(&attempt_dir, &governor);
+            off_runtime(|| record_release(&attempt_dir, &governor));
             (spec.on_event)(&AttemptEvent::Finished {
                 attempt: attempt_no,
                 outcome: outcome.clone(),
@@ -406,7 +416,7 @@ struct Slot<'a> {
 impl Slot<'_> {
     fn release(mut self, success: bool) {
         if let Some(p) = self.permit.take() {
-            self.governor.release(&p, success);
+            off_runtime(|| self.governor.release(&p, success));
         }
     }
 }
@@ -414,7 +424,7 @@ impl Slot<'_> {
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
         if let Some(p) = self.permit.take() {
-            self.governor.release(&p, false);
+            off_runtime(|| self.governor.release(&p, false));
         }
     }
 }
@@ -429,7 +439,7 @@ struct WaitGuard<'a> {
 impl Drop for WaitGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            self.governor.forget_wait(self.task);
+            off_runtime(|| self.governor.forget_wait(self.task));
         }
     }
 }
@@ -462,7 +472,7 @@ async fn admit(
         armed: false,
     };
     loop {
-        let answer = governor.try_admit(&backend.name, task.as_str(), attempt);
+        let answer = off_runtime(|| governor.try_admit(&backend.name, task.as_str(), attempt));
         guard.armed = matches!(answer, Ok(Admission::Wait { .. }));
         match answer {
             Ok(Admission::Granted(permit)) => {
@@ -482,7 +492,7 @@ async fn admit(
                 if let WaitReason::Paused { .. } = &reason
                     && let Some(to) = pause_fallback(governor, config, backend, tried)
                 {
-                    governor.forget_wait(task.as_str());
+                    off_runtime(|| governor.forget_wait(task.as_str()));
                     return Gate::Fallback(
                         to,
                         format!("{} is {}", backend.name, reason.describe()),

@@ -733,7 +733,7 @@ fn usage_delta(before: &Usage, after: &Usage) -> Usage {
 /// Run the governor's locked, fsync'd file work where it blocks no async
 /// task: on a multi-thread runtime the worker thread hands its other tasks
 /// away first (`block_in_place`); elsewhere it simply runs.
-fn off_runtime<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn off_runtime<T>(f: impl FnOnce() -> T) -> T {
     match tokio::runtime::Handle::try_current().map(|h| h.runtime_flavor()) {
         Ok(tokio::runtime::RuntimeFlavor::MultiThread) => tokio::task::block_in_place(f),
         _ => f(),
