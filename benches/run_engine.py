@@ -120,6 +120,18 @@ def critical_path(deps, dur):
     return max(finish.values())
 
 
+def agent_start(agent, task):
+    """The agent's own start-up time (median of 5 runs, its sleep taken off)."""
+    with open(os.path.join(os.path.dirname(agent), "durations.json")) as f:
+        slept = json.load(f)[task]
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-S", agent, task], check=True)
+        times.append(time.perf_counter() - t0 - slept)
+    return max(0.0, sorted(times)[2])
+
+
 def case_makespan(seeds, keep):
     print("## makespan: random 200-task DAGs, sleeping agents (log-normal, median 0.5 s)")
     print("| slots | seed | critical path s | work/slots s | bound s | wall s | ratio |")
@@ -130,16 +142,30 @@ def case_makespan(seeds, keep):
             rng = random.Random(seed)
             deps = random_dag(200, rng)
             dur = {i: min(3.0, rng.lognormvariate(math.log(0.5), 0.5)) for i in deps}
-            with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as root:
-                with open(os.path.join(root, "durations.txt"), "w") as f:
-                    for i, d in dur.items():
-                        f.write(f"{tid(i)} {d:.3f}\n")
-                with open(os.path.join(root, "agent.sh"), "w") as f:
-                    f.write('sleep "$(grep "^$1 " "$(dirname "$0")/durations.txt" | cut -d" " -f2)"\n')
-                session = write_project(root, deps, ["sh", os.path.join(root, "agent.sh"), "{task_id}"])
+            with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as tmp:
+                # The agent lives beside the project, not in it: a Python
+                # file in the project would be syntax-checked as its work.
+                with open(os.path.join(tmp, "durations.json"), "w") as f:
+                    json.dump({tid(i): round(d, 3) for i, d in dur.items()}, f)
+                agent = os.path.join(tmp, "agent.py")
+                with open(agent, "w") as f:
+                    f.write(
+                        "import json, os, sys, time\n"
+                        "here = os.path.dirname(os.path.abspath(__file__))\n"
+                        "with open(os.path.join(here, 'durations.json')) as f:\n"
+                        "    time.sleep(json.load(f)[sys.argv[1]])\n"
+                    )
+                root = os.path.join(tmp, "project")
+                os.makedirs(root)
+                # argv, no shell: the task id arrives as one argument.
+                session = write_project(root, deps, [sys.executable, "-S", agent, "{task_id}"])
+                # The interpreter's start is the agent's time, not ours:
+                # count it in every task's duration for the bound.
+                start = agent_start(agent, tid(0))
                 wall, _ = run_wavecrew(root, session, slots)
                 if keep:
-                    shutil.copytree(root, f"/tmp/wavecrew-bench-makespan-{slots}-{seed}")
+                    shutil.copytree(tmp, f"/tmp/wavecrew-bench-makespan-{slots}-{seed}")
+            dur = {i: d + start for i, d in dur.items()}
             cp = critical_path(deps, dur)
             work = sum(dur.values()) / slots
             bound = max(cp, work)

@@ -209,7 +209,9 @@ fn a_full_disk_interrupts_the_run_and_it_resumes_once_there_is_space() {
         ],
         &json!([
             {"match": {"task": "IMPL-001"}, "steps": [
-                {"run": ["sh", "-c", "[ -e filled ] || { touch filled; head -c 8000000 /dev/zero > fill.bin; }; true"]},
+                // Argv, no shell: fills the disk once (`excl`: a resumed
+                // attempt finds the file and writes nothing).
+                {"run": ["dd", "if=/dev/zero", "of=fill.bin", "bs=1M", "count=8", "conv=excl"]},
                 {"write": {"path": "out/IMPL-001.txt", "content": "ok\n"}},
                 {"say": "IMPL-001 done"}]},
             writes("IMPL-002"),
@@ -250,7 +252,14 @@ fn a_full_disk_interrupts_the_run_and_it_resumes_once_there_is_space() {
         o.stderr
     );
     assert!(o.stderr.contains("free some space"), "{}", o.stderr);
-    std::fs::remove_file(mount.path().join("fill.bin")).unwrap();
+    // Free space: a larger tmpfs (the filler stays, so a resumed attempt
+    // cannot fill it again).
+    let grown = std::process::Command::new("mount")
+        .args(["-o", "remount,size=64m"])
+        .arg(mount.path())
+        .status()
+        .unwrap();
+    assert!(grown.success());
     let o = run_bin(
         "wavecrew",
         &["run", session.to_str().unwrap()],

@@ -132,6 +132,16 @@ pub struct CostReport {
 }
 
 impl CostReport {
+    /// The spend tables, each with the name of its first column: per task,
+    /// per backend, per role (every renderer shows them in this order).
+    pub fn tables(&self) -> [(&'static str, &BTreeMap<String, SpendLine>); 3] {
+        [
+            ("task", &self.tasks),
+            ("backend", &self.backends),
+            ("role", &self.roles),
+        ]
+    }
+
     /// Whether there is anything to show.
     pub fn is_empty(&self) -> bool {
         self.run.tokens == 0 && !self.budget.any() && self.paused.is_empty()

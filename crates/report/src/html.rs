@@ -178,11 +178,7 @@ fn cost_html(run: &RunData) -> String {
             esc(&p.reason)
         );
     }
-    for (title, rows) in [
-        ("task", &c.tasks),
-        ("backend", &c.backends),
-        ("role", &c.roles),
-    ] {
+    for (title, rows) in c.tables() {
         if rows.is_empty() {
             continue;
         }

@@ -86,11 +86,7 @@ pub fn cost_markdown(run: &RunData) -> String {
             c.run.unpriced_models.join(", ")
         );
     }
-    for (title, rows) in [
-        ("task", &c.tasks),
-        ("backend", &c.backends),
-        ("role", &c.roles),
-    ] {
+    for (title, rows) in c.tables() {
         if rows.is_empty() {
             continue;
         }
