@@ -12,6 +12,9 @@ and times `wavecrew run` as a whole process:
   cpu       the orchestrator's own CPU time per task (children excluded) for
             500, 1000, 2000 and 5000 no-op tasks
 
+The floor under `noop` (the file work the on-disk contract needs, with no
+orchestrator) is measured by `benches/noop_floor.py`.
+
 Usage: benches/run_engine.py [makespan|noop|cpu ...] [--seeds N] [--keep]
 """
 

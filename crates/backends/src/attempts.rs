@@ -226,6 +226,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 .filter(|(b, _)| b == &resolved.name && supports_resume(resolved.kind))
                 .map(|(_, id)| id);
             let attempt_dir = dir.join(attempt_no.to_string());
+            let admitted;
             let permit = match admit(
                 &governor,
                 config,
@@ -237,12 +238,17 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
             .await
             {
                 Gate::Go(permit, span) => {
-                    let _ = off_runtime(|| {
-                        wavecrew_core::fsutil::write_json_atomic(
-                            &attempt_dir.join(GOVERNOR_SPAN),
-                            &span,
-                        )
-                    });
+                    // A start that waited says so at once (a killed run
+                    // keeps it); every span is completed at the release.
+                    if span.get("waited_ms").and_then(serde_json::Value::as_u64) != Some(0) {
+                        let _ = off_runtime(|| {
+                            wavecrew_core::fsutil::write_json_atomic(
+                                &attempt_dir.join(GOVERNOR_SPAN),
+                                &span,
+                            )
+                        });
+                    }
+                    admitted = span;
                     Slot {
                         governor: &governor,
                         permit: Some(permit),
@@ -319,7 +325,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 tracing::warn!("governor: {e}");
             }
             permit.release(outcome.outcome.is_success());
-            off_runtime(|| record_release(&attempt_dir, &governor));
+            off_runtime(|| record_release(&attempt_dir, &governor, admitted));
             (spec.on_event)(&AttemptEvent::Finished {
                 attempt: attempt_no,
                 outcome: outcome.clone(),
@@ -532,13 +538,10 @@ fn pause_fallback(
         .find(|n| !tried.contains(n) && governor.paused(n).is_none())
 }
 
-/// Add the release time to the attempt's governor span.
-fn record_release(attempt_dir: &Path, governor: &Governor) {
+/// Write the attempt's governor span: its admission with the release time.
+fn record_release(attempt_dir: &Path, governor: &Governor, admitted: serde_json::Value) {
     let path = attempt_dir.join(GOVERNOR_SPAN);
-    let Ok(bytes) = std::fs::read(&path) else {
-        return;
-    };
-    let Ok(serde_json::Value::Object(mut span)) = serde_json::from_slice(&bytes) else {
+    let serde_json::Value::Object(mut span) = admitted else {
         return;
     };
     let now = governor.now_ms();

@@ -38,13 +38,45 @@ fn git(cwd: &Path, args: &[&str]) -> Option<Vec<u8>> {
     out.status.success().then_some(out.stdout)
 }
 
+/// Whether `git` could find a repository from `cwd`: a `.git` (folder or
+/// file) in it or a folder above it, or `GIT_DIR` set. When this says no,
+/// `git rev-parse` would fail too, so no process is started to ask.
+fn may_be_in_git(cwd: &Path) -> bool {
+    if std::env::var_os("GIT_DIR").is_some() {
+        return true;
+    }
+    let start = if cwd.is_absolute() {
+        cwd.to_path_buf()
+    } else {
+        match std::env::current_dir() {
+            Ok(here) => here.join(cwd),
+            Err(_) => return true,
+        }
+    };
+    start
+        .ancestors()
+        .any(|dir| std::fs::symlink_metadata(dir.join(".git")).is_ok())
+}
+
 impl Snapshot {
     /// Take a snapshot of the work tree holding `cwd`; `None` outside git.
     pub fn take(cwd: &Path) -> Option<Snapshot> {
+        if !may_be_in_git(cwd) {
+            return None;
+        }
         let root = git(cwd, &["rev-parse", "--show-toplevel"])?;
         let root = std::path::PathBuf::from(String::from_utf8_lossy(&root).trim());
+        Snapshot::take_at(root)
+    }
+
+    /// Take the next snapshot of the same work tree (its root is known).
+    pub fn again(&self) -> Option<Snapshot> {
+        Snapshot::take_at(self.root.clone())
+    }
+
+    fn take_at(root: std::path::PathBuf) -> Option<Snapshot> {
         let raw = git(
-            cwd,
+            &root,
             &[
                 "status",
                 "--porcelain=v1",

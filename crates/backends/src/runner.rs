@@ -424,7 +424,9 @@ impl CliBackend {
             state,
         } = prepared;
         let name = self.backend.name.clone();
-        let after = Snapshot::take(&request.cwd);
+        // Outside git before the attempt: no snapshot after it either
+        // (its file events say what changed).
+        let after = before.as_ref().and_then(Snapshot::again);
         let stream = state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

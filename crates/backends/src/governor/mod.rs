@@ -686,13 +686,19 @@ fn admit(
             reason: WaitReason::Tpm { tpm },
         };
     }
-    b.starts.take(now, 1);
-    b.slots.push(Slot {
-        pid,
-        task: task.to_owned(),
-        attempt,
-        since_ms: now,
-    });
+    // Only what a limit counts is recorded: a backend without limits
+    // costs its attempts no write of the shared state.
+    if limits.rpm.is_some() {
+        b.starts.take(now, 1);
+    }
+    if limits.max_parallel.is_some() {
+        b.slots.push(Slot {
+            pid,
+            task: task.to_owned(),
+            attempt,
+            since_ms: now,
+        });
+    }
     Admission::Granted(Permit {
         backend: backend.to_owned(),
         task: task.to_owned(),

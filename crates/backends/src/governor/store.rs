@@ -277,9 +277,14 @@ impl GovernorStore for FileGovernorStore {
         file.lock()
             .map_err(|e| err(&self.lock, format!("cannot lock: {e}")))?;
         let mut state = self.read()?;
+        let before = state.clone();
         change(&mut state);
-        wavecrew_core::fsutil::write_json_atomic(&self.state, &state)
-            .map_err(|e| err(&self.state, e.to_string()))?;
+        // Nothing changed (an ungoverned backend's start or release): no
+        // new file; the state on disk is already this one.
+        if state != before || !self.state.exists() {
+            wavecrew_core::fsutil::write_json_atomic(&self.state, &state)
+                .map_err(|e| err(&self.state, e.to_string()))?;
+        }
         drop(file);
         Ok(state)
     }
