@@ -281,7 +281,21 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                     return run;
                 }
             };
-            let prompt = (spec.prompt)(attempt_no, previous_error.as_deref());
+            let marked = (spec.prompt)(attempt_no, previous_error.as_deref());
+            let fitted =
+                crate::prompts::budget::fit(&marked, config.prompt_budget(&resolved), &attempt_dir);
+            // A prompt that names a file of its full text is only sent
+            // once that file exists.
+            if let Err(e) =
+                off_runtime(|| crate::prompts::budget::write_cuts(&attempt_dir, &fitted))
+            {
+                run.failure = Some(format!(
+                    "cannot record what the prompt budget cut in {}: {e}",
+                    attempt_dir.display()
+                ));
+                return run;
+            }
+            let prompt = fitted.text;
             let request = AttemptRequest {
                 task_id: spec.task_id.as_str().to_owned(),
                 prompt: if resume_session.is_some() {

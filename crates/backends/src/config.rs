@@ -245,6 +245,10 @@ pub struct BackendSpec {
     /// `workspace-write`).
     #[serde(default)]
     pub sandbox: Option<String>,
+    /// The budget of one prompt to this backend, in characters (default:
+    /// `[limits] prompt_max_chars`).
+    #[serde(default)]
+    pub prompt_max_chars: Option<usize>,
     /// `scripted` backends: the script file.
     #[serde(default)]
     pub script: Option<String>,
@@ -273,7 +277,15 @@ pub struct LimitsConfig {
     /// `[limits.roles]`: at most this many tasks of a role at once
     /// (`developer = 2`), within `max_parallel`.
     pub roles: BTreeMap<String, usize>,
+    /// The budget of one prompt, in characters: longer prompts have their
+    /// untrusted material, then their plan excerpt, cut (a backend's own
+    /// `prompt_max_chars` overrides it).
+    pub prompt_max_chars: usize,
 }
+
+/// The default prompt budget: 400,000 characters (about 100,000 tokens),
+/// within every supported model's context with room for its work.
+pub const DEFAULT_PROMPT_MAX_CHARS: usize = 400_000;
 
 impl Default for LimitsConfig {
     fn default() -> Self {
@@ -287,6 +299,7 @@ impl Default for LimitsConfig {
             max_parallel: 4,
             isolate_home: false,
             roles: BTreeMap::new(),
+            prompt_max_chars: DEFAULT_PROMPT_MAX_CHARS,
         }
     }
 }
@@ -473,6 +486,24 @@ impl Config {
                 "limits.max_parallel".into(),
                 "expected at least 1".into(),
             ));
+        }
+        // A budget too small for any task would cut everything and help
+        // no one: at least 1,000 characters.
+        if self.limits.prompt_max_chars < 1000 {
+            return Err(invalid(
+                "limits.prompt_max_chars".into(),
+                format!("at least 1000, got {}", self.limits.prompt_max_chars),
+            ));
+        }
+        for (name, spec) in &self.backends {
+            if let Some(n) = spec.prompt_max_chars
+                && n < 1000
+            {
+                return Err(invalid(
+                    format!("backends.{name}.prompt_max_chars"),
+                    format!("at least 1000, got {n}"),
+                ));
+            }
         }
         for (role, limit) in &self.limits.roles {
             if *limit == 0 {
@@ -661,6 +692,14 @@ impl Config {
             kind,
             spec: spec.unwrap_or_default(),
         })
+    }
+
+    /// The prompt budget of `backend`, in characters.
+    pub fn prompt_budget(&self, backend: &ResolvedBackend) -> usize {
+        backend
+            .spec
+            .prompt_max_chars
+            .unwrap_or(self.limits.prompt_max_chars)
     }
 
     /// The limits of one attempt of `backend`.

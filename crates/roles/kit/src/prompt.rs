@@ -20,14 +20,18 @@ pub fn render_error(e: &PromptError) -> PhaseError {
 }
 
 impl RoleContext {
-    /// Render template `name` with `context`. A template that fails to
+    /// Render template `name` with `context`, its long fields marked for
+    /// the prompt budget each attempt applies. A template that fails to
     /// render, or renders nothing but blanks, is the task's error.
     pub fn render(&self, name: &str, context: &impl Serialize) -> Result<String, PhaseError> {
         let text = self
             .prompts
-            .render(name, context)
+            .render_marked(name, context)
             .map_err(|e| render_error(&e))?;
-        if text.trim().is_empty() {
+        if wavecrew_backends::prompts::budget::unmarked(&text)
+            .trim()
+            .is_empty()
+        {
             return Err(render_error(&PromptError {
                 template: name.to_owned(),
                 message: "it rendered an empty prompt".into(),
