@@ -232,19 +232,21 @@ pub fn cut_rank(name: &str) -> u8 {
 
 /// The table as `docs/prompts.md` shows it.
 pub fn markdown() -> String {
+    use std::fmt::Write as _;
     let mut out = String::new();
     for (template, roles) in TEMPLATE_ROLES {
-        out.push_str(&format!("### `{template}`: {roles}\n\n"));
+        let _ = write!(out, "### `{template}`: {roles}\n\n");
         out.push_str("| field | from | kind | cut |\n|---|---|---|---|\n");
         for f in of(template) {
             let cut = f.cut.map_or_else(|| "never".to_owned(), |r| r.to_string());
-            out.push_str(&format!(
-                "| `{}` | {} | {} | {} |\n",
+            let _ = writeln!(
+                out,
+                "| `{}` | {} | {} | {} |",
                 f.name,
                 f.source,
                 f.trust.describe(),
                 cut
-            ));
+            );
         }
         out.push('\n');
     }
