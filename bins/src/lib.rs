@@ -79,6 +79,8 @@ pub enum Command {
     /// Explain the schedule before anything runs: check, waves, graph.
     #[command(subcommand)]
     Plan(commands::plan::PlanCommand),
+    /// Print the prompt the next attempt of a task would get, without running anything.
+    Prompt(commands::prompt::PromptArgs),
     /// A session's progress: tasks by state, waves, running attempts, critical path, last records.
     Status(commands::report::StatusArgs),
     /// Write every report of a session again (reports/), from its bus and task store.
@@ -203,6 +205,7 @@ pub fn wavecrew_main() -> ExitCode {
             Ok(Exit::Success)
         }
         Command::Demo(a) => commands::demo::run(&a),
+        Command::Prompt(a) => commands::prompt::run(&a, cli.config.as_deref()),
         Command::Status(a) => commands::report::status(&a),
         Command::Report(a) => commands::report::report(&a),
         Command::Config(c) => commands::config::run(&c, cli.config.as_deref()),

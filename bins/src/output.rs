@@ -34,6 +34,14 @@ pub fn line(s: &str) {
     let _ = writeln!(out, "{s}");
 }
 
+/// Print `text` on stdout exactly as it is (no newline added; a broken
+/// pipe is ignored).
+pub fn text(text: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+}
+
 /// Print a value as pretty JSON on stdout.
 pub fn json(v: &serde_json::Value) {
     let mut out = std::io::stdout().lock();

@@ -88,3 +88,31 @@ fn the_binary_embeds_every_file_of_the_demo() {
         "bins/src/commands/demo.rs FILES must list every file of examples/demo"
     );
 }
+
+/// `docs/prompts.md` holds the table of prompt fields the code renders by,
+/// between its two markers.
+#[test]
+fn docs_prompts_md_shows_the_table_the_code_uses() {
+    const BEGIN: &str = "<!-- fields: generated from crates/backends/src/prompts/fields.rs -->\n";
+    const END: &str = "<!-- end of fields -->";
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/prompts.md");
+    let on_disk = std::fs::read_to_string(&path).unwrap();
+    let (Some(b), Some(e)) = (on_disk.find(BEGIN), on_disk.find(END)) else {
+        panic!("docs/prompts.md lacks its field-table markers");
+    };
+    let fresh = format!(
+        "{}{BEGIN}{}{}",
+        &on_disk[..b],
+        wavecrew_backends::prompts::fields::markdown(),
+        &on_disk[e..]
+    );
+    if std::env::var_os("WAVECREW_UPDATE_DOCS").is_some() {
+        std::fs::write(&path, &fresh).unwrap();
+        return;
+    }
+    assert!(
+        on_disk == fresh,
+        "docs/prompts.md is out of date with the field table: run \
+         `WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-e2e docs` and commit it"
+    );
+}

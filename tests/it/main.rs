@@ -10,6 +10,7 @@ mod install;
 mod msg;
 mod plan;
 mod planex;
+mod prompts;
 mod report;
 mod roadmap;
 mod scripted;

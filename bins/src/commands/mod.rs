@@ -7,6 +7,7 @@ pub mod demo;
 pub mod init;
 pub mod msg;
 pub mod plan;
+pub mod prompt;
 pub mod report;
 pub mod shell;
 pub mod tasks;

@@ -167,6 +167,60 @@ pub fn interrupted_session(dir: &Path) -> Option<(String, String)> {
     ))
 }
 
+/// What an attempt that resumes an interrupted agent session is told first.
+const RESUME_NOTE: &str =
+    "Your previous run of this task was interrupted. Continue it and finish the task.";
+
+fn with_resume_note(prompt: String, resumes: bool) -> String {
+    if resumes {
+        format!("{RESUME_NOTE}\n\n{prompt}")
+    } else {
+        prompt
+    }
+}
+
+/// The prompt the next attempt of a task would be sent.
+#[derive(Debug, Clone)]
+pub struct NextPrompt {
+    /// The attempt's number.
+    pub attempt: u32,
+    /// The backend it would go to (before any fallback for availability).
+    pub backend: String,
+    /// The text, as `prompt.md` would hold it.
+    pub text: String,
+    /// What the budget would cut.
+    pub fitted: crate::prompts::budget::Fitted,
+}
+
+/// The prompt the next attempt of `task_id` through `backend` would get,
+/// from a `marked` rendering (the role's first prompt): the same budget
+/// and resume note as [`run_task`], nothing written and nothing run.
+pub fn next_prompt(
+    config: &Config,
+    backend: &str,
+    task_id: &TaskId,
+    session_dir: &Path,
+    marked: &str,
+) -> NextPrompt {
+    let dir = task_attempts_dir(session_dir, task_id);
+    let attempt = existing_attempts(&dir).last().copied().unwrap_or(0) + 1;
+    let name = config.canonical_name(backend);
+    let resolved = config.backend(&name);
+    let budget = resolved
+        .as_ref()
+        .map_or(config.limits.prompt_max_chars, |r| config.prompt_budget(r));
+    let fitted = crate::prompts::budget::fit(marked, budget, &dir.join(attempt.to_string()));
+    let resumes = interrupted_session(&dir).is_some_and(|(b, _)| {
+        b == name && resolved.as_ref().is_some_and(|r| supports_resume(r.kind))
+    });
+    NextPrompt {
+        attempt,
+        backend: name,
+        text: with_resume_note(fitted.text.clone(), resumes),
+        fitted,
+    }
+}
+
 /// Run the attempts of one task to success or to a stop.
 pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
     let config = spec.config;
@@ -298,13 +352,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
             let prompt = fitted.text;
             let request = AttemptRequest {
                 task_id: spec.task_id.as_str().to_owned(),
-                prompt: if resume_session.is_some() {
-                    format!(
-                        "Your previous run of this task was interrupted. Continue it and finish the task.\n\n{prompt}"
-                    )
-                } else {
-                    prompt
-                },
+                prompt: with_resume_note(prompt, resume_session.is_some()),
                 cwd: spec.cwd.to_owned(),
                 mode: spec.mode,
                 attempt_dir: attempt_dir.clone(),

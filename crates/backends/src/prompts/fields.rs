@@ -175,6 +175,12 @@ pub const FIELDS: &[Field] = &[
         "`wisdom/*.md`, written by earlier workers",
         CUT_WISDOM,
     ),
+    untrusted(
+        "role",
+        "previous_error",
+        "the previous attempt's error",
+        CUT_OUTPUT,
+    ),
     task(
         "planex",
         "solution.description",

@@ -162,6 +162,49 @@ fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
 
+impl Executor {
+    /// What the `execution` template of `task` is rendered with, but the
+    /// attempt's number and the previous error.
+    fn prompt_values(&self, task: &Task, work: &ExecWork) -> Value {
+        let criteria: Vec<String> = task
+            .acceptance_criteria()
+            .into_iter()
+            .map(|c| c.text)
+            .collect();
+        json!({
+            "task": {
+                "id": task.id.as_str(), "title": task.title(), "description": task.description,
+                "acceptance_criteria": criteria, "files": task.files(),
+            },
+            "cwd": work.cwd.display().to_string(),
+            "plan_context": plan_context(work.plan.as_ref(), task),
+            "wisdom": wavecrew_core::wisdom::read_wisdom(&self.ctx.session_dir),
+            "previous_error": null,
+            "attempt": 1,
+            "max_attempts": self.ctx.max_attempts(),
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl wavecrew_role_kit::PromptPreview for Executor {
+    async fn preview(&self, task: &Task) -> Result<(String, String), PhaseError> {
+        let work = self.prepare(task).await?;
+        let mut values = self.prompt_values(task, &work);
+        let dir = wavecrew_backends::attempts::task_attempts_dir(&self.ctx.session_dir, &task.id);
+        let next = wavecrew_backends::attempts::existing_attempts(&dir)
+            .last()
+            .copied()
+            .unwrap_or(0)
+            + 1;
+        values["attempt"] = json!(next);
+        Ok((
+            self.ctx.render("execution", &values)?,
+            work.decision.backend,
+        ))
+    }
+}
+
 #[async_trait::async_trait]
 impl Role for Executor {
     type Work = ExecWork;
@@ -205,14 +248,8 @@ impl Role for Executor {
     }
 
     async fn execute(&self, task: &Task, work: &mut ExecWork) -> Result<(), PhaseError> {
-        let context = plan_context(work.plan.as_ref(), task);
-        let criteria: Vec<String> = task
-            .acceptance_criteria()
-            .into_iter()
-            .map(|c| c.text)
-            .collect();
         let ctx = &self.ctx;
-        let wisdom = wavecrew_core::wisdom::read_wisdom(&ctx.session_dir);
+        let fixed = self.prompt_values(task, work);
         let max_attempts = ctx.max_attempts();
         // A syntax failure after a successful attempt goes back to the
         // agent with the compiler's words, within the same retry budget.
@@ -223,18 +260,9 @@ impl Role for Executor {
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .take();
             let error = pending.as_deref().or(error);
-            let values = json!({
-                "task": {
-                    "id": task.id.as_str(), "title": task.title(), "description": task.description,
-                    "acceptance_criteria": criteria, "files": task.files(),
-                },
-                "cwd": work.cwd.display().to_string(),
-                "plan_context": context,
-                "wisdom": wisdom,
-                "previous_error": error,
-                "attempt": n,
-                "max_attempts": max_attempts,
-            });
+            let mut values = fixed.clone();
+            values["previous_error"] = json!(error);
+            values["attempt"] = json!(n);
             ctx.render("execution", &values)
         };
         let on_event = |e: &AttemptEvent| self.on_attempt(task, e);

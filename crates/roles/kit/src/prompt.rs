@@ -19,6 +19,15 @@ pub fn render_error(e: &PromptError) -> PhaseError {
     PhaseError(e.to_string())
 }
 
+/// A role that can say what the next attempt of a task would be sent,
+/// without running anything (`wavecrew prompt`).
+#[async_trait::async_trait]
+pub trait PromptPreview: Send + Sync {
+    /// The first prompt of `task`'s next attempt, marked as
+    /// [`RoleContext::render`] returns it, and the backend asked for.
+    async fn preview(&self, task: &wavecrew_core::Task) -> Result<(String, String), PhaseError>;
+}
+
 impl RoleContext {
     /// Render template `name` with `context`, its long fields marked for
     /// the prompt budget each attempt applies. A template that fails to

@@ -68,6 +68,32 @@ pub struct AgentWork {
     run: Option<TaskRun>,
 }
 
+impl AgentRole {
+    /// What the `role` template of `task` is rendered with (no previous
+    /// error).
+    fn prompt_values(&self, task: &Task) -> serde_json::Value {
+        let ctx = &self.ctx;
+        json!({
+            "role": self.name,
+            "session": ctx.session_name(),
+            "cwd": ctx.project_root.display().to_string(),
+            "instructions": self.instructions,
+            "task": {"id": task.id.as_str(), "title": task.title(), "description": task.description},
+            "wisdom": wavecrew_core::wisdom::read_wisdom(&ctx.session_dir),
+            "artifacts": ctx.session_dir.join("artifacts").display().to_string(),
+            "previous_error": null,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl wavecrew_role_kit::PromptPreview for AgentRole {
+    async fn preview(&self, task: &Task) -> Result<(String, String), PhaseError> {
+        let backend = self.ctx.decide(task, None).backend;
+        Ok((self.ctx.render("role", &self.prompt_values(task))?, backend))
+    }
+}
+
 #[async_trait::async_trait]
 impl Role for AgentRole {
     type Work = AgentWork;
@@ -94,27 +120,11 @@ impl Role for AgentRole {
 
     async fn execute(&self, task: &Task, work: &mut AgentWork) -> Result<(), PhaseError> {
         let ctx = &self.ctx;
-        let wisdom = wavecrew_core::wisdom::read_wisdom(&ctx.session_dir);
-        let base = ctx.render(
-            "role",
-            &json!({
-                "role": self.name,
-                "session": ctx.session_name(),
-                "cwd": ctx.project_root.display().to_string(),
-                "instructions": self.instructions,
-                "task": {"id": task.id.as_str(), "title": task.title(), "description": task.description},
-                "wisdom": wisdom,
-                "artifacts": ctx.session_dir.join("artifacts").display().to_string(),
-            }),
-        )?;
+        let values = self.prompt_values(task);
         let render = |_: u32, error: Option<&str>| {
-            Ok(match error {
-                Some(e) => format!(
-                    "{base}\nThe previous attempt failed:\n{}\n",
-                    wavecrew_backends::prompts::fence(e, "previous error")
-                ),
-                None => base.clone(),
-            })
+            let mut values = values.clone();
+            values["previous_error"] = json!(error);
+            ctx.render("role", &values)
         };
         let run = ctx
             .attempt(&Attempt::new(
