@@ -317,14 +317,9 @@ impl Role for Executor {
                 .checks
                 .iter()
                 .filter(|c| c.status == CheckStatus::Fail)
-                .map(|c| {
-                    let out = c.output.trim();
-                    let tail: String = out
-                        .chars()
-                        .skip(out.chars().count().saturating_sub(4000))
-                        .collect();
-                    format!("`{}`:\n{tail}", c.command)
-                })
+                // Whole: a long output is cut by the prompt budget, with a
+                // marker and the full text in the attempt folder.
+                .map(|c| format!("`{}`:\n{}", c.command, c.output.trim()))
                 .collect();
             *validation_error
                 .lock()
