@@ -10,6 +10,7 @@ mod install;
 mod msg;
 mod plan;
 mod planex;
+mod real_agents;
 mod report;
 mod roadmap;
 mod scripted;
