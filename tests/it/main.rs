@@ -11,6 +11,7 @@ mod msg;
 mod plan;
 mod planex;
 mod prompts;
+mod real_agents;
 mod report;
 mod roadmap;
 mod scripted;

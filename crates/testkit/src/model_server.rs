@@ -15,6 +15,12 @@
 //! server that accepts and never answers, a stream cut in the middle, and a
 //! 401 for any request without the expected key. Every request is
 //! recorded.
+//!
+//! With [`MockOptions::reads`] the scripted call gives way to a model that
+//! reads: it finds the directives `create <path> containing "<text>"` in
+//! the prompt and creates each file in turn, with the CLI's write tool (see
+//! [`parse_directives`] and the `reading` module). A prompt that lost its
+//! task gets "nothing to do", and no file.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -26,6 +32,11 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use regex::Regex;
 use serde_json::{Value, json};
+
+mod reading;
+
+pub use reading::{Directive, parse_directives};
+use reading::{Step, add_file_patch, shell_command};
 
 /// Which wire protocol to speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,6 +96,27 @@ pub struct MockOptions {
     pub retry_after_secs: Option<u64>,
     /// The usage each model call reports: `(input, output)` tokens.
     pub usage: (u64, u64),
+    /// Act on the prompt instead of the script: every
+    /// `create <path> containing "<text>"` of the user messages, in order
+    /// and once per path, becomes one tool call creating that file (the
+    /// write tool offered: `apply_patch`, `Write`, `write_file`; a shell
+    /// `printf` only when none is), then the final text
+    /// `done: created <paths>`; a prompt without a directive gets the final
+    /// text `nothing to do`. [`MockOptions::tool`], `shell_command`,
+    /// `file_name`, `file_content` and `final_text` are then unused.
+    /// Requests without tools (titles, probes) are answered as always.
+    pub reads: bool,
+}
+
+impl MockOptions {
+    /// The options of a model that reads its prompt
+    /// ([`MockOptions::reads`]), the rest as the default.
+    pub fn reading() -> Self {
+        MockOptions {
+            reads: true,
+            ..MockOptions::default()
+        }
+    }
 }
 
 impl Default for MockOptions {
@@ -100,6 +132,7 @@ impl Default for MockOptions {
             fail_first: None,
             retry_after_secs: None,
             usage: (10, 5),
+            reads: false,
         }
     }
 }
@@ -530,6 +563,67 @@ fn items(v: &Value, key: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The reading mode's step for a request offering tools (`None`
+/// otherwise, or when the mode is off).
+fn reading_step(
+    opts: &MockOptions,
+    offers_tools: bool,
+    state: impl FnOnce() -> (String, usize),
+) -> Option<Step> {
+    (opts.reads && offers_tools).then(|| {
+        let (text, done) = state();
+        reading::next_step(&text, done)
+    })
+}
+
+/// The text of a final answer that has nothing to say about tools.
+fn plain_text(opts: &MockOptions, has_result: bool) -> String {
+    if has_result {
+        opts.final_text.clone()
+    } else {
+        "ok".to_owned()
+    }
+}
+
+/// A Responses tool call among the offered `tools`: `apply_patch` with
+/// `patch` when `write` is preferred and offered (freeform or function),
+/// else the first shell tool offered running `command`.
+fn responses_call(
+    shared: &Shared,
+    tools: &[Value],
+    write: bool,
+    patch: &str,
+    command: &str,
+) -> Option<Value> {
+    let tool = |name: &str| {
+        tools.iter().find(|t| {
+            t.get("name").and_then(Value::as_str) == Some(name)
+                || t.pointer("/function/name").and_then(Value::as_str) == Some(name)
+        })
+    };
+    let call_id = shared.next_id("call");
+    let function = |name: &str, arguments: Value| json!({"type": "function_call", "id": shared.next_id("fc"), "status": "completed", "call_id": call_id, "name": name, "arguments": arguments.to_string()});
+    if write && let Some(t) = tool("apply_patch") {
+        return Some(if t.get("type").and_then(Value::as_str) == Some("custom") {
+            json!({"type": "custom_tool_call", "id": shared.next_id("ctc"), "status": "completed", "call_id": call_id, "name": "apply_patch", "input": patch})
+        } else {
+            function("apply_patch", json!({"input": patch}))
+        });
+    }
+    if tool("exec_command").is_some() {
+        Some(function("exec_command", json!({"cmd": command})))
+    } else if tool("shell_command").is_some() {
+        Some(function("shell_command", json!({"command": command})))
+    } else if tool("shell").is_some() {
+        Some(function(
+            "shell",
+            json!({"command": ["bash", "-lc", command]}),
+        ))
+    } else {
+        None
+    }
+}
+
 fn responses_reply(shared: &Shared, body: &Value) -> Vec<(Option<&'static str>, Value)> {
     let opts = &shared.options;
     let input = items(body, "input");
@@ -547,12 +641,6 @@ fn responses_reply(shared: &Shared, body: &Value) -> Vec<(Option<&'static str>, 
         )
     });
     let tools = items(body, "tools");
-    let tool = |name: &str| {
-        tools.iter().find(|t| {
-            t.get("name").and_then(Value::as_str) == Some(name)
-                || t.pointer("/function/name").and_then(Value::as_str) == Some(name)
-        })
-    };
     let model = body.get("model").cloned().unwrap_or(json!("mock-model"));
     let resp_id = shared.next_id("resp");
     let mut ev = vec![(
@@ -560,59 +648,53 @@ fn responses_reply(shared: &Shared, body: &Value) -> Vec<(Option<&'static str>, 
         json!({"type": "response.created", "response": {"id": resp_id, "object": "response", "model": model, "status": "in_progress", "output": []}}),
     )];
     let mut output = Vec::new();
-    if !has_result && !tools.is_empty() {
-        let call_id = shared.next_id("call");
-        let patch = format!(
-            "*** Begin Patch\n*** Add File: {}\n+{}\n*** End Patch\n",
-            opts.file_name, opts.file_content
-        );
-        let item = if opts.tool == ToolPref::Write
-            && tool("apply_patch")
-                .and_then(|t| t.get("type"))
-                .and_then(Value::as_str)
-                == Some("custom")
-        {
-            Some(
-                json!({"type": "custom_tool_call", "id": shared.next_id("ctc"), "status": "completed", "call_id": call_id, "name": "apply_patch", "input": patch}),
-            )
-        } else if opts.tool == ToolPref::Write && tool("apply_patch").is_some() {
-            Some(
-                json!({"type": "function_call", "id": shared.next_id("fc"), "status": "completed", "call_id": call_id, "name": "apply_patch", "arguments": json!({"input": patch}).to_string()}),
-            )
-        } else if tool("exec_command").is_some() {
-            Some(
-                json!({"type": "function_call", "id": shared.next_id("fc"), "status": "completed", "call_id": call_id, "name": "exec_command", "arguments": json!({"cmd": opts.shell_command}).to_string()}),
-            )
-        } else if tool("shell_command").is_some() {
-            Some(
-                json!({"type": "function_call", "id": shared.next_id("fc"), "status": "completed", "call_id": call_id, "name": "shell_command", "arguments": json!({"command": opts.shell_command}).to_string()}),
-            )
-        } else if tool("shell").is_some() {
-            Some(
-                json!({"type": "function_call", "id": shared.next_id("fc"), "status": "completed", "call_id": call_id, "name": "shell", "arguments": json!({"command": ["bash", "-lc", opts.shell_command]}).to_string()}),
-            )
-        } else {
-            None
-        };
-        if let Some(item) = item {
-            ev.push((
-                Some("response.output_item.added"),
-                json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
-            ));
-            ev.push((
-                Some("response.output_item.done"),
-                json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
-            ));
-            output.push(item);
+    let mut text = plain_text(opts, has_result);
+    let item = match reading_step(opts, !tools.is_empty(), || reading::responses_state(body)) {
+        Some(Step::Write(d)) => {
+            let call = responses_call(
+                shared,
+                &tools,
+                true,
+                &add_file_patch(&d),
+                &shell_command(&d),
+            );
+            if call.is_none() {
+                text = format!("no tool to create {}", d.path);
+            }
+            call
         }
+        Some(Step::Final(t)) => {
+            text = t;
+            None
+        }
+        None if !has_result && !tools.is_empty() => {
+            let patch = format!(
+                "*** Begin Patch\n*** Add File: {}\n+{}\n*** End Patch\n",
+                opts.file_name, opts.file_content
+            );
+            responses_call(
+                shared,
+                &tools,
+                opts.tool == ToolPref::Write,
+                &patch,
+                &opts.shell_command,
+            )
+        }
+        None => None,
+    };
+    if let Some(item) = item {
+        ev.push((
+            Some("response.output_item.added"),
+            json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+        ));
+        ev.push((
+            Some("response.output_item.done"),
+            json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        ));
+        output.push(item);
     }
     if output.is_empty() {
         let msg_id = shared.next_id("msg");
-        let text = if has_result {
-            opts.final_text.as_str()
-        } else {
-            "ok"
-        };
         let item = json!({"type": "message", "id": msg_id, "status": "completed", "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": []}]});
         ev.push((Some("response.output_item.added"), json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": msg_id, "status": "in_progress", "role": "assistant", "content": []}})));
         ev.push((Some("response.output_text.delta"), json!({"type": "response.output_text.delta", "item_id": msg_id, "output_index": 0, "content_index": 0, "delta": text})));
@@ -661,35 +743,48 @@ fn anthropic_blocks(shared: &Shared, body: &Value) -> (Vec<Value>, &'static str)
     let re = Regex::new(r#"(?:Primary working directory|Working directory):\s*(/[^\s"\\]+)"#)
         .expect("regex");
     let cwd = re.captures(&text).map(|c| c[1].to_owned());
-    if !has_result && !tools.is_empty() {
-        if opts.tool == ToolPref::Write
+    // `Write` (an absolute path under the working directory) when preferred
+    // and possible, else `Bash`.
+    let call = |write: bool, file: &str, content: &str, command: &str| {
+        if write
             && tools.iter().any(|t| t == "Write")
             && let Some(cwd) = &cwd
         {
-            return (
-                vec![
-                    json!({"type": "tool_use", "id": shared.next_id("toolu"), "name": "Write",
-                    "input": {"file_path": format!("{cwd}/{}", opts.file_name), "content": opts.file_content}}),
-                ],
-                "tool_use",
+            return Some(
+                json!({"type": "tool_use", "id": shared.next_id("toolu"), "name": "Write",
+                "input": {"file_path": format!("{cwd}/{file}"), "content": content}}),
             );
         }
-        if tools.iter().any(|t| t == "Bash") {
-            return (
-                vec![
-                    json!({"type": "tool_use", "id": shared.next_id("toolu"), "name": "Bash",
-                    "input": {"command": opts.shell_command, "description": "Run the scripted command"}}),
-                ],
-                "tool_use",
-            );
-        }
-    }
-    let text = if has_result {
-        opts.final_text.as_str()
-    } else {
-        "ok"
+        tools.iter().any(|t| t == "Bash").then(|| {
+            json!({"type": "tool_use", "id": shared.next_id("toolu"), "name": "Bash",
+                "input": {"command": command, "description": "Run the scripted command"}})
+        })
     };
-    (vec![json!({"type": "text", "text": text})], "end_turn")
+    let mut text = plain_text(opts, has_result);
+    let block = match reading_step(opts, !tools.is_empty(), || reading::anthropic_state(body)) {
+        Some(Step::Write(d)) => {
+            let block = call(true, &d.path, &d.content, &shell_command(&d));
+            if block.is_none() {
+                text = format!("no tool to create {}", d.path);
+            }
+            block
+        }
+        Some(Step::Final(t)) => {
+            text = t;
+            None
+        }
+        None if !has_result && !tools.is_empty() => call(
+            opts.tool == ToolPref::Write,
+            &opts.file_name,
+            &opts.file_content,
+            &opts.shell_command,
+        ),
+        None => None,
+    };
+    match block {
+        Some(block) => (vec![block], "tool_use"),
+        None => (vec![json!({"type": "text", "text": text})], "end_turn"),
+    }
 }
 
 fn anthropic_events(
@@ -779,25 +874,35 @@ fn gemini_reply(shared: &Shared, body: &Value) -> Value {
     let schema = gen_config
         .get("responseJsonSchema")
         .or_else(|| gen_config.get("responseSchema"));
+    let write = |file: &str, content: &str| json!([{"functionCall": {"name": "write_file", "args": {"file_path": file, "content": content}}}]);
+    let shell = |command: &str| json!([{"functionCall": {"name": "run_shell_command", "args": {"command": command, "description": "Run the scripted command"}}}]);
+    let text = |t: &str| json!([{"text": t}]);
     let parts = if gen_config.get("responseMimeType").and_then(Value::as_str)
         == Some("application/json")
         || schema.is_some()
     {
         let obj = example_for_schema(schema.unwrap_or(&json!({})), "");
         json!([{"text": obj.to_string()}])
+    } else if let Some(step) = reading_step(opts, !decls.is_empty(), || reading::gemini_state(body))
+    {
+        match step {
+            Step::Write(d) if has("write_file") => write(&d.path, &d.content),
+            Step::Write(d) if has("run_shell_command") => shell(&shell_command(&d)),
+            Step::Write(d) => text(&format!("no tool to create {}", d.path)),
+            Step::Final(t) => text(&t),
+        }
     } else if !has_result && !decls.is_empty() {
-        let write = json!([{"functionCall": {"name": "write_file", "args": {"file_path": opts.file_name, "content": opts.file_content}}}]);
         if opts.tool == ToolPref::Write && has("write_file") {
-            write
+            write(&opts.file_name, &opts.file_content)
         } else if has("run_shell_command") {
-            json!([{"functionCall": {"name": "run_shell_command", "args": {"command": opts.shell_command, "description": "Run the scripted command"}}}])
+            shell(&opts.shell_command)
         } else if has("write_file") {
-            write
+            write(&opts.file_name, &opts.file_content)
         } else {
-            json!([{"text": "ok"}])
+            text("ok")
         }
     } else {
-        json!([{"text": if has_result { opts.final_text.as_str() } else { "ok" }}])
+        text(&plain_text(opts, has_result))
     };
     json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
            "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use wavecrew_testkit::agent_cli_bins::{AgentCli, VERSIONS, cache_dir, cli_bin};
 use wavecrew_testkit::model_server::{
-    Api, Fail, MockLlm, MockOptions, ToolPref, unreachable_base_url,
+    Api, Directive, Fail, MockLlm, MockOptions, ToolPref, parse_directives, unreachable_base_url,
 };
 
 // ---------------------------------------------------------------------------
@@ -502,6 +502,319 @@ fn gemini_write_and_json_schema_answers() {
         8
     );
     assert_eq!(mock.model_calls(), 2);
+}
+
+// ---------------------------------------------------------------------------
+// The reading mode: the directives of the prompt, one tool call each.
+
+const TWO: &str = "Do the task.\n<<<UNTRUSTED DATA (task description)>>>\nFirst create notes/a.md containing \"alpha one\" and then\ncreate b.txt containing \"it's b\".\n<<<END>>>";
+
+#[test]
+fn directives_are_read_in_order_once_per_path() {
+    let d = |path: &str, content: &str| Directive {
+        path: path.into(),
+        content: content.into(),
+    };
+    assert_eq!(
+        parse_directives(TWO),
+        [d("notes/a.md", "alpha one"), d("b.txt", "it's b")]
+    );
+    // A path named again keeps its first text; the others keep their order.
+    assert_eq!(
+        parse_directives(
+            r#"create x containing "1" create y containing "2" create x containing "3" create z containing """#
+        ),
+        [d("x", "1"), d("y", "2"), d("z", "")]
+    );
+    // A text may span lines.
+    assert_eq!(
+        parse_directives("create m.md containing \"line 1\nline 2\""),
+        [d("m.md", "line 1\nline 2")]
+    );
+    // None: prose, an absolute path, a path with a space, a missing quote,
+    // another verb that ends in "create", two spaces.
+    for text in [
+        "",
+        "Create the notes and say what you created.",
+        r#"create /etc/passwd containing "x""#,
+        r#"create my notes.md containing "x""#,
+        "create a.md containing x",
+        r#"recreate a.md containing "x""#,
+        r#"create  a.md containing "x""#,
+    ] {
+        assert_eq!(parse_directives(text), [], "{text:?}");
+    }
+}
+
+fn reading(api: Api) -> MockLlm {
+    MockLlm::start(api, MockOptions::reading())
+}
+
+/// The one output item of a Responses answer.
+fn responses_item(reply: &Reply) -> Value {
+    let last = reply.events().pop().expect("events");
+    let output = last.1["response"]["output"].as_array().unwrap().clone();
+    assert_eq!(output.len(), 1, "{output:?}");
+    output[0].clone()
+}
+
+fn responses_text(item: &Value) -> &str {
+    assert_eq!(item["type"], "message", "{item}");
+    item["content"][0]["text"].as_str().unwrap()
+}
+
+/// codex's request: its developer and context messages around the prompt,
+/// then the conversation so far.
+fn codex_request(prompt: &str, tools: &Value, after: &[Value]) -> Value {
+    let mut input = vec![
+        json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "You are Codex. Never create files unasked."}]}),
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "<environment_context><cwd>/tmp/repo</cwd></environment_context>"}]}),
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": prompt}]}),
+    ];
+    input.extend_from_slice(after);
+    json!({"model": "gpt-5.5", "stream": true, "input": input, "tools": tools})
+}
+
+#[test]
+fn responses_reading_patches_each_file_then_names_them() {
+    let mock = reading(Api::Responses);
+    let tools = json!([exec_command_tool(), apply_patch_tool()]);
+    let mut after = Vec::new();
+    let mut patches = Vec::new();
+    for n in 0..2 {
+        let item = responses_item(&post(
+            &mock,
+            "/v1/responses",
+            &codex_request(TWO, &tools, &after),
+        ));
+        assert_eq!(item["type"], "custom_tool_call", "call {n}: {item}");
+        assert_eq!(item["name"], "apply_patch");
+        patches.push(item["input"].as_str().unwrap().to_owned());
+        after.push(item.clone());
+        after.push(json!({"type": "custom_tool_call_output", "call_id": item["call_id"], "output": "Success"}));
+    }
+    assert_eq!(
+        patches,
+        [
+            "*** Begin Patch\n*** Add File: notes/a.md\n+alpha one\n*** End Patch\n",
+            "*** Begin Patch\n*** Add File: b.txt\n+it's b\n*** End Patch\n"
+        ]
+    );
+    let last = responses_item(&post(
+        &mock,
+        "/v1/responses",
+        &codex_request(TWO, &tools, &after),
+    ));
+    assert_eq!(responses_text(&last), "done: created notes/a.md, b.txt");
+
+    // apply_patch as a function tool; a text ending in a newline is
+    // written as it is, lines and all.
+    let function_patch =
+        json!([{"type": "function", "name": "apply_patch", "parameters": {"type": "object"}}]);
+    let item = responses_item(&post(
+        &mock,
+        "/v1/responses",
+        &codex_request("create m.md containing \"x\ny\n\"", &function_patch, &[]),
+    ));
+    assert_eq!(item["type"], "function_call");
+    let args: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        args,
+        json!({"input": "*** Begin Patch\n*** Add File: m.md\n+x\n+y\n*** End Patch\n"})
+    );
+
+    // No write tool: the shell writes the exact text, quotes and all.
+    let item = responses_item(&post(
+        &mock,
+        "/v1/responses",
+        &codex_request(TWO, &json!([exec_command_tool()]), &after[..2]),
+    ));
+    assert_eq!(item["name"], "exec_command");
+    let args: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(args, json!({"cmd": "printf '%s' 'it'\\''s b' > 'b.txt'"}));
+    let item = responses_item(&post(
+        &mock,
+        "/v1/responses",
+        &codex_request(TWO, &json!([exec_command_tool()]), &[]),
+    ));
+    let args: Value = serde_json::from_str(item["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        args,
+        json!({"cmd": "mkdir -p 'notes' && printf '%s' 'alpha one' > 'notes/a.md'"})
+    );
+
+    // A prompt without a directive: nothing to do, and no tool call.
+    let item = responses_item(&post(
+        &mock,
+        "/v1/responses",
+        &codex_request("Create the notes of the task.", &tools, &[]),
+    ));
+    assert_eq!(responses_text(&item), "nothing to do");
+    // A directive outside the user messages is not the task.
+    let mut body = codex_request("Nothing here.", &tools, &[]);
+    body["instructions"] = json!("create evil.txt containing \"x\"");
+    body["input"][0]["content"][0]["text"] = json!("create evil.txt containing \"x\"");
+    assert_eq!(
+        responses_text(&responses_item(&post(&mock, "/v1/responses", &body))),
+        "nothing to do"
+    );
+    // A side call without tools: ok, as always.
+    let item = responses_item(&post(
+        &mock,
+        "/v1/responses",
+        &codex_request(TWO, &json!([]), &[]),
+    ));
+    assert_eq!(responses_text(&item), "ok");
+}
+
+/// claude's request: the prompt after a context reminder in the first
+/// user message.
+fn claude_messages(prompt: &str) -> Vec<Value> {
+    vec![json!({"role": "user", "content": [
+        {"type": "text", "text": "<system-reminder>As you answer, use this context.</system-reminder>"},
+        {"type": "text", "text": prompt}]})]
+}
+
+fn anthropic_block(reply: &Reply) -> (Value, Value) {
+    let body = reply.json();
+    let blocks = body["content"].as_array().unwrap().clone();
+    assert_eq!(blocks.len(), 1, "{body}");
+    (blocks[0].clone(), body["stop_reason"].clone())
+}
+
+#[test]
+fn anthropic_reading_writes_each_file_then_names_them() {
+    let mock = reading(Api::Anthropic);
+    let tools = ["Bash", "Read", "Write", "Edit"];
+    let mut messages = claude_messages(TWO);
+    let mut written = Vec::new();
+    for _ in 0..2 {
+        let (block, stop) = anthropic_block(&post(
+            &mock,
+            "/v1/messages",
+            &anthropic_body(false, &tools, &messages),
+        ));
+        assert_eq!(
+            (block["type"].as_str(), stop.as_str()),
+            (Some("tool_use"), Some("tool_use"))
+        );
+        assert_eq!(block["name"], "Write");
+        written.push(block["input"].clone());
+        messages.push(json!({"role": "assistant", "content": [block.clone()]}));
+        messages.push(json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": block["id"], "content": "File created"}]}));
+    }
+    assert_eq!(
+        written,
+        [
+            json!({"file_path": "/tmp/repo-x/notes/a.md", "content": "alpha one"}),
+            json!({"file_path": "/tmp/repo-x/b.txt", "content": "it's b"})
+        ]
+    );
+    // Streamed, the final text names the files.
+    let reply = post(
+        &mock,
+        "/v1/messages",
+        &anthropic_body(true, &tools, &messages),
+    );
+    let events = reply.events();
+    assert_eq!(
+        events[2].1["delta"],
+        json!({"type": "text_delta", "text": "done: created notes/a.md, b.txt"})
+    );
+    assert_eq!(events[4].1["delta"]["stop_reason"], "end_turn");
+
+    // Without Write: Bash.
+    let (block, _) = anthropic_block(&post(
+        &mock,
+        "/v1/messages",
+        &anthropic_body(false, &["Bash"], &messages[..3]),
+    ));
+    assert_eq!(block["name"], "Bash");
+    assert_eq!(
+        block["input"]["command"],
+        "printf '%s' 'it'\\''s b' > 'b.txt'"
+    );
+
+    // No directive: nothing to do; a directive in the system prompt only
+    // is not the task.
+    for messages in [claude_messages("Write the notes."), vec![user("hi")]] {
+        let mut body = anthropic_body(false, &tools, &messages);
+        body["system"][0]["text"] =
+            json!("Primary working directory: /tmp/r\ncreate evil.txt containing \"x\"");
+        let (block, stop) = anthropic_block(&post(&mock, "/v1/messages", &body));
+        assert_eq!(block, json!({"type": "text", "text": "nothing to do"}));
+        assert_eq!(stop, "end_turn");
+    }
+    // Titles and probes (no tools): ok.
+    let (block, _) = anthropic_block(&post(
+        &mock,
+        "/v1/messages",
+        &anthropic_body(false, &[], &claude_messages(TWO)),
+    ));
+    assert_eq!(block["text"], "ok");
+}
+
+fn gemini_part(reply: &Reply) -> Value {
+    let events = reply.events();
+    assert_eq!(events.len(), 1);
+    let parts = events[0].1["candidates"][0]["content"]["parts"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(parts.len(), 1);
+    parts[0].clone()
+}
+
+#[test]
+fn gemini_reading_writes_each_file_then_names_them() {
+    let mock = reading(Api::Gemini);
+    let decls = ["read_file", "write_file", "run_shell_command"];
+    let mut contents = vec![
+        gemini_user("This is the Gemini CLI. Context: /tmp/repo"),
+        gemini_user(TWO),
+    ];
+    let mut calls = Vec::new();
+    for _ in 0..2 {
+        let part = gemini_part(&post(&mock, GEMINI_STREAM, &gemini_body(&decls, &contents)));
+        calls.push(part["functionCall"].clone());
+        contents.push(json!({"role": "model", "parts": [part.clone()]}));
+        contents.push(json!({"role": "user", "parts": [{"functionResponse": {"name": "write_file", "response": {"output": "ok"}}}]}));
+    }
+    assert_eq!(
+        calls,
+        [
+            json!({"name": "write_file", "args": {"file_path": "notes/a.md", "content": "alpha one"}}),
+            json!({"name": "write_file", "args": {"file_path": "b.txt", "content": "it's b"}})
+        ]
+    );
+    let part = gemini_part(&post(&mock, GEMINI_STREAM, &gemini_body(&decls, &contents)));
+    assert_eq!(part, json!({"text": "done: created notes/a.md, b.txt"}));
+
+    let part = gemini_part(&post(
+        &mock,
+        GEMINI_STREAM,
+        &gemini_body(&["run_shell_command"], &contents[..2]),
+    ));
+    assert_eq!(
+        part["functionCall"]["args"]["command"],
+        "mkdir -p 'notes' && printf '%s' 'alpha one' > 'notes/a.md'"
+    );
+    let part = gemini_part(&post(
+        &mock,
+        GEMINI_STREAM,
+        &gemini_body(&decls, &[gemini_user("Write the notes.")]),
+    ));
+    assert_eq!(part, json!({"text": "nothing to do"}));
+    // Utility calls asking for JSON still get JSON.
+    let body = json!({"contents": [gemini_user(TWO)],
+        "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": {
+            "type": "object", "properties": {"next_speaker": {"type": "string"}}}}});
+    let text =
+        post(&mock, GEMINI_PLAIN, &body).json()["candidates"][0]["content"]["parts"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+    assert_eq!(text, r#"{"next_speaker":"user"}"#);
 }
 
 // ---------------------------------------------------------------------------
