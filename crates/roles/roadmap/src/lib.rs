@@ -597,7 +597,19 @@ impl Role for RoadmapRole {
         } else {
             (TaskStatus::Completed, "exec_complete")
         };
-        ReportBuilder::new(status, kind, task)
+        let mut problems: Vec<String> = Vec::new();
+        if !missing.is_empty() {
+            problems.push(format!("target files missing: {}", missing.join(", ")));
+        }
+        if syntax.status == CheckStatus::Fail {
+            problems.push("the syntax check failed".into());
+        }
+        let mut report = ReportBuilder::new(status, kind, task);
+        if failed {
+            // What `wavecrew run` and the reports show as the task's error.
+            report.insert("error", problems.join("; "));
+        }
+        report
             .field("phase", work.spec.phase)
             .field("tasks_executed", work.tasks.len() - work.done.len())
             .field("tasks_resumed", work.done.len())
