@@ -48,6 +48,7 @@ pub const TEMPLATE_ROLES: &[(&str, &str)] = &[
     ("review", "executor and roadmap code review"),
     ("role", "roles known only by `roles/<name>.md`"),
     ("planex", "planex (`EXEC-*` of a `PEX-` session)"),
+    ("test-fix", "test executor (`TESTRUN-*`, each fix round)"),
 ];
 
 const fn task(template: &'static str, name: &'static str, source: &'static str) -> Field {
@@ -90,7 +91,9 @@ const fn untrusted(
     }
 }
 
-/// Cut first: what earlier agents and tools wrote.
+/// Cut first: a test run's output.
+const CUT_TEST_OUTPUT: u8 = 5;
+/// Then what earlier agents and tools wrote.
 const CUT_OUTPUT: u8 = 10;
 /// Then what the team learned.
 const CUT_WISDOM: u8 = 20;
@@ -109,19 +112,45 @@ pub const FIELDS: &[Field] = &[
     ),
     task(
         "execution",
+        "task.implementation",
+        "the task's implementation steps (roadmap `implementation[]`: strings or `{step, description, tdd_phase, actions[]}`); optional",
+    ),
+    task(
+        "execution",
         "task.acceptance_criteria",
         "the task's acceptance criteria / convergence criteria",
     ),
     task(
         "execution",
+        "task.definition_of_done",
+        "the task's definition of done (roadmap `convergence.definition_of_done`); optional",
+    ),
+    task(
+        "execution",
         "task.files",
-        "the task's target files and their changes",
+        "the task's target files: paths, or `{path, action, target, change}` (roadmap `files[]`)",
+    ),
+    task(
+        "execution",
+        "task.files[].target",
+        "where in each file (roadmap `files[].target`)",
+    ),
+    task(
+        "execution",
+        "task.files[].change",
+        "what to change in each file (roadmap `files[].change` / `changes[]`)",
     ),
     task_cut(
         "execution",
         "plan_context",
         "the plan's section for the task (`plan.json`, `IMPL_PLAN.md`)",
         CUT_PLAN,
+    ),
+    untrusted(
+        "execution",
+        "prior_summaries",
+        "`phase-<N>/summary-*.md` of earlier phases, written by earlier agents (roadmap); optional",
+        CUT_OUTPUT,
     ),
     untrusted(
         "execution",
@@ -139,15 +168,45 @@ pub const FIELDS: &[Field] = &[
     task("batch", "tasks[].description", "each task's description"),
     task(
         "batch",
+        "tasks[].implementation",
+        "each task's implementation steps (roadmap `implementation[]`); optional",
+    ),
+    task(
+        "batch",
         "tasks[].acceptance_criteria",
         "each task's acceptance criteria",
     ),
-    task("batch", "tasks[].files", "each task's target files"),
+    task(
+        "batch",
+        "tasks[].definition_of_done",
+        "each task's definition of done (`convergence.definition_of_done`); optional",
+    ),
+    task(
+        "batch",
+        "tasks[].files",
+        "each task's target files: paths, or `{path, action, target, change}`",
+    ),
+    task(
+        "batch",
+        "tasks[].files[].target",
+        "where in each file (`files[].target`)",
+    ),
+    task(
+        "batch",
+        "tasks[].files[].change",
+        "what to change in each file (`files[].change` / `changes[]`)",
+    ),
     task_cut(
         "batch",
         "plan_context",
         "the phase plan's excerpt",
         CUT_PLAN,
+    ),
+    untrusted(
+        "batch",
+        "prior_summaries",
+        "`phase-<N>/summary-*.md` of earlier phases, written by earlier agents; optional",
+        CUT_OUTPUT,
     ),
     untrusted(
         "batch",
@@ -184,22 +243,82 @@ pub const FIELDS: &[Field] = &[
     task(
         "planex",
         "solution.description",
-        "the bound solution's description",
+        "the bound solution's `description`",
+    ),
+    task(
+        "planex",
+        "solution.approach",
+        "the bound solution's `approach`",
     ),
     task(
         "planex",
         "solution.tasks[].title",
-        "each solution task's title",
+        "each solution task's `title`, tasks in `depends_on` order",
+    ),
+    task(
+        "planex",
+        "solution.tasks[].action",
+        "each solution task's `action` (Add, Fix, …)",
+    ),
+    task(
+        "planex",
+        "solution.tasks[].scope",
+        "each solution task's `scope` (a string or a list)",
+    ),
+    task(
+        "planex",
+        "solution.tasks[].depends_on",
+        "each solution task's `depends_on`",
     ),
     task(
         "planex",
         "solution.tasks[].description",
-        "each solution task's description",
+        "each solution task's `description`",
+    ),
+    task(
+        "planex",
+        "solution.tasks[].implementation",
+        "each solution task's `implementation[]` steps",
     ),
     task(
         "planex",
         "solution.tasks[].files",
-        "each solution task's files",
+        "each solution task's files: `files[].path`, legacy `modification_points[].file`",
+    ),
+    task(
+        "planex",
+        "solution.tasks[].files[].target",
+        "where in each file (`files[].target`, `modification_points[].target`)",
+    ),
+    task(
+        "planex",
+        "solution.tasks[].files[].change",
+        "what to change in each file (`files[].change`/`changes[]`, `modification_points[].change`)",
+    ),
+    task(
+        "planex",
+        "solution.tasks[].criteria",
+        "each solution task's `convergence.criteria` (legacy `acceptance`)",
+    ),
+    task(
+        "planex",
+        "solution.tasks[].verification",
+        "each solution task's `convergence.verification` commands (legacy `acceptance.verification`)",
+    ),
+    task(
+        "planex",
+        "solution.tasks[].definition_of_done",
+        "each solution task's `convergence.definition_of_done`",
+    ),
+    task(
+        "planex",
+        "solution.tasks[].test_commands",
+        "each solution task's `test.commands`",
+    ),
+    task(
+        "planex",
+        "solution.tasks[].coverage_target",
+        "each solution task's `test.coverage_target`",
     ),
     untrusted(
         "planex",
@@ -215,6 +334,70 @@ pub const FIELDS: &[Field] = &[
     ),
     untrusted(
         "planex",
+        "issue.comments",
+        "the issue's `feedback[].content` (issue tracker)",
+        CUT_TRACKER,
+    ),
+    untrusted(
+        "planex",
+        "previous_error",
+        "the previous attempt's error",
+        CUT_OUTPUT,
+    ),
+    task(
+        "test-fix",
+        "task.title",
+        "the `TESTRUN-*` task's subject/title",
+    ),
+    task(
+        "test-fix",
+        "task.description",
+        "the `TESTRUN-*` task's description",
+    ),
+    task(
+        "test-fix",
+        "test_commands",
+        "the command that runs the suite (wavecrew's test runner)",
+    ),
+    task(
+        "test-fix",
+        "test_dir",
+        "the description's `Input:` test folder",
+    ),
+    task(
+        "test-fix",
+        "pass_rate",
+        "the pass rate of the round, as wavecrew counted it",
+    ),
+    task(
+        "test-fix",
+        "pass_rate_target",
+        "the pass rate to reach (0.95 by default)",
+    ),
+    task(
+        "test-fix",
+        "coverage",
+        "the coverage of the round, as wavecrew read it",
+    ),
+    task(
+        "test-fix",
+        "coverage_target",
+        "the description's `Coverage target:` (80 % by default)",
+    ),
+    untrusted(
+        "test-fix",
+        "failures",
+        "each failing test's name, file and failure output (the test report)",
+        CUT_TEST_OUTPUT,
+    ),
+    untrusted(
+        "test-fix",
+        "test_output",
+        "the end of the test run's output, when the report holds no failure messages",
+        CUT_TEST_OUTPUT,
+    ),
+    untrusted(
+        "test-fix",
         "previous_error",
         "the previous attempt's error",
         CUT_OUTPUT,
@@ -283,7 +466,9 @@ mod tests {
 
     #[test]
     fn untrusted_material_is_cut_before_the_plan() {
+        assert!(cut_rank("failures") < cut_rank("previous_error"));
         assert!(cut_rank("previous_error") < cut_rank("wisdom"));
+        assert!(cut_rank("prior_summaries") < cut_rank("plan_context"));
         assert!(cut_rank("wisdom") < cut_rank("plan_context"));
         assert_eq!(cut_rank("task.description"), u8::MAX - 1);
     }

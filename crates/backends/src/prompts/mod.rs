@@ -1,6 +1,8 @@
 //! Prompts as templates: the seeds' execution, batch, planex and review
 //! prompts, and the prompt of a role known only by its `.md` file.
 //!
+//! (and the test executor's fix-round prompt, `test-fix`).
+//!
 //! The templates are files in `crates/backends/prompts/` (minijinja, strict
 //! undefined: a missing variable is an error, not an empty string).
 //! A prompt holds two kinds of text, and [`fields`] says which field is
@@ -29,12 +31,13 @@ pub struct PromptError {
     pub message: String,
 }
 
-const TEMPLATES: [(&str, &str); 5] = [
+const TEMPLATES: [(&str, &str); 6] = [
     ("execution", include_str!("../../prompts/execution.md.j2")),
     ("batch", include_str!("../../prompts/batch.md.j2")),
     ("planex", include_str!("../../prompts/planex.md.j2")),
     ("review", include_str!("../../prompts/review.md.j2")),
     ("role", include_str!("../../prompts/role.md.j2")),
+    ("test-fix", include_str!("../../prompts/test-fix.md.j2")),
 ];
 
 pub mod budget;
@@ -185,30 +188,63 @@ mod tests {
 
     /// A context of `template` whose every text is its field's name.
     fn sentinel_context(template: &str) -> serde_json::Value {
+        // A file is a path or a `{path, action, target, change}`.
+        let file = |prefix: &str| {
+            json!([mark(&format!("{prefix}files")), {
+                "path": "src/b.rs", "action": "modify",
+                "target": mark(&format!("{prefix}files[].target")),
+                "change": mark(&format!("{prefix}files[].change")),
+            }])
+        };
         let task = json!({
             "id": "IMPL-1", "title": mark("task.title"), "description": mark("task.description"),
-            "acceptance_criteria": [mark("task.acceptance_criteria")], "files": [mark("task.files")],
+            "implementation": [mark("task.implementation")],
+            "acceptance_criteria": [mark("task.acceptance_criteria")],
+            "definition_of_done": mark("task.definition_of_done"), "files": file("task."),
         });
         let batch_task = json!({
             "id": "IMPL-1", "title": mark("tasks[].title"), "description": mark("tasks[].description"),
-            "acceptance_criteria": [mark("tasks[].acceptance_criteria")], "files": [mark("tasks[].files")],
+            "implementation": [mark("tasks[].implementation")],
+            "acceptance_criteria": [mark("tasks[].acceptance_criteria")],
+            "definition_of_done": mark("tasks[].definition_of_done"), "files": file("tasks[]."),
         });
+        let solution_task = |field: &str| mark(&format!("solution.tasks[].{field}"));
         let common = json!({
             "cwd": "/p", "attempt": 2, "max_attempts": 3,
             "previous_error": mark("previous_error"), "wisdom": mark("wisdom"),
-            "plan_context": mark("plan_context"),
+            "plan_context": mark("plan_context"), "prior_summaries": mark("prior_summaries"),
         });
         let mut ctx = match template {
             "execution" | "review" => json!({"task": task}),
             "batch" => json!({"tasks": [batch_task]}),
+            "test-fix" => json!({
+                "task": {"id": "TESTRUN-001", "title": mark("task.title"), "description": mark("task.description")},
+                "round": 1, "max_rounds": 3, "test_commands": [mark("test_commands")],
+                "test_dir": mark("test_dir"), "pass_rate": mark("pass_rate"),
+                "pass_rate_target": mark("pass_rate_target"), "coverage": mark("coverage"),
+                "coverage_target": mark("coverage_target"), "failures": mark("failures"),
+                "test_output": mark("test_output"),
+            }),
             "role" => json!({"role": "analyst", "session": "S", "artifacts": "/a",
                               "instructions": mark("instructions"), "task": task}),
             "planex" => json!({
-                "issue": {"id": "ISS-1", "title": mark("issue.title"), "body": mark("issue.body")},
+                "issue": {"id": "ISS-1", "title": mark("issue.title"), "body": mark("issue.body"),
+                          "comments": mark("issue.comments")},
                 "solution": {"id": "SOL-1", "description": mark("solution.description"),
-                    "tasks": [{"id": "T1", "title": mark("solution.tasks[].title"),
-                               "description": mark("solution.tasks[].description"),
-                               "files": [mark("solution.tasks[].files")]}]},
+                    "approach": mark("solution.approach"),
+                    "tasks": [{"id": "T1", "title": solution_task("title"),
+                               "action": solution_task("action"), "scope": solution_task("scope"),
+                               "depends_on": [solution_task("depends_on")],
+                               "description": solution_task("description"),
+                               "implementation": [solution_task("implementation")],
+                               "files": [{"path": solution_task("files"), "action": "modify",
+                                          "target": solution_task("files[].target"),
+                                          "change": solution_task("files[].change")}],
+                               "criteria": [solution_task("criteria")],
+                               "verification": [solution_task("verification")],
+                               "definition_of_done": solution_task("definition_of_done"),
+                               "test_commands": [solution_task("test_commands")],
+                               "coverage_target": solution_task("coverage_target")}]},
                 "test_command": "cargo test",
             }),
             other => panic!("no sentinel context for template {other}"),
@@ -278,6 +314,21 @@ mod tests {
         );
         let plan = text.find("Add the retry loop").unwrap();
         assert!(!fenced_at(&text, plan));
+    }
+
+    #[test]
+    fn the_executors_context_needs_none_of_the_roadmaps_fields() {
+        let p = Prompts::new();
+        let task = json!({"id": "IMPL-1", "title": "t", "description": "d",
+                          "acceptance_criteria": [], "files": ["src/a.rs"]});
+        let ctx = json!({"task": task, "cwd": "/p", "plan_context": "", "wisdom": "",
+                         "previous_error": null, "attempt": 1, "max_attempts": 3});
+        let text = p.render("execution", &ctx).unwrap();
+        assert!(text.contains("- src/a.rs\n"), "{text}");
+        assert!(!text.contains("UNTRUSTED"), "{text}");
+        let batch = json!({"tasks": [task], "cwd": "/p", "plan_context": "",
+                           "previous_error": null, "attempt": 1, "max_attempts": 3});
+        p.render("batch", &batch).unwrap();
     }
 
     #[test]

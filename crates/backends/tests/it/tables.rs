@@ -209,7 +209,9 @@ fn the_prompt_templates_as_an_agent_reads_them() {
         .render(
             "batch",
             &json!({"tasks": [task, {"id": "IMPL-003", "title": "Delete", "description": "DELETE /todos/{id}",
-                    "acceptance_criteria": [], "files": []}],
+                    "implementation": ["Add the route", "Return 404 for an unknown id"],
+                    "acceptance_criteria": [], "definition_of_done": "a deleted todo is gone",
+                    "files": [{"path": "src/api.rs", "action": "modify", "target": "fn routes", "change": "add DELETE"}]}],
                     "cwd": "/work/repo", "plan_context": "", "previous_error": null, "attempt": 1, "max_attempts": 4}),
         )
         .unwrap();
@@ -219,9 +221,14 @@ fn the_prompt_templates_as_an_agent_reads_them() {
     let planex = prompts
         .render(
             "planex",
-            &json!({"issue": {"id": "ISS-20260226-001", "title": "Login fails", "body": "Steps: …"},
-                    "solution": {"id": "SOL-1", "description": "Fix the session check",
-                                 "tasks": [{"id": "T1", "title": "Patch", "description": "Edit auth.rs", "files": ["src/auth.rs"]}]},
+            &json!({"issue": {"id": "ISS-20260226-001", "title": "Login fails", "body": "Steps: …", "comments": ""},
+                    "solution": {"id": "SOL-1", "description": "Fix the session check", "approach": "",
+                                 "tasks": [{"id": "T1", "title": "Patch", "action": "Fix", "scope": "src/auth",
+                                            "depends_on": [], "description": "Edit auth.rs",
+                                            "implementation": ["Compare the expiry in UTC"],
+                                            "files": [{"path": "src/auth.rs", "action": "modify", "target": "fn check", "change": "use UTC"}],
+                                            "criteria": ["an expired session is refused"], "verification": ["cargo test auth"],
+                                            "definition_of_done": "", "test_commands": [], "coverage_target": ""}]},
                     "cwd": "/work/repo", "test_command": "cargo test", "previous_error": null,
                     "attempt": 1, "max_attempts": 4}),
         )
@@ -235,7 +242,18 @@ fn the_prompt_templates_as_an_agent_reads_them() {
                     "wisdom": "- tests live in tests/", "artifacts": "/work/repo/.workflow/.team/TC-demo-2026-11-22/artifacts"}),
         )
         .unwrap();
+    let test_fix = prompts
+        .render(
+            "test-fix",
+            &json!({"task": {"id": "TESTRUN-001", "title": "Run the L1 tests", "description": "Execute L1 unit tests"},
+                    "round": 1, "max_rounds": 3, "cwd": "/work/repo", "test_commands": ["npx jest --coverage"],
+                    "test_dir": "tests/L1-unit", "pass_rate": "50%", "pass_rate_target": "95%",
+                    "coverage": "61.0%", "coverage_target": "80%",
+                    "failures": "- adds (tests/L1-unit/sum.test.js, failed)\n  expected 3, received 4",
+                    "test_output": "", "previous_error": null, "attempt": 1, "max_attempts": 4}),
+        )
+        .unwrap();
     insta::assert_snapshot!(format!(
-        "===== execution\n{execution}===== batch\n{batch}===== review\n{review}===== planex\n{planex}===== role\n{role}"
+        "===== execution\n{execution}===== batch\n{batch}===== review\n{review}===== planex\n{planex}===== role\n{role}===== test-fix\n{test_fix}"
     ));
 }

@@ -10,6 +10,8 @@
 //!   backends ([`RoleContext::attempt`], [`RoleContext::review`]), the
 //!   backend a task really used ([`backend_used`]), and attempt ids derived
 //!   from a task's that are always distinct from it ([`derived_id`]);
+//! * [`plan_text`]: a plan's steps, file changes, criteria and commands
+//!   read from whichever shape the planner wrote, for the prompts;
 //! * [`report`]: the typed report builder: the bus record and the task's
 //!   result come from one value;
 //! * [`session`] and [`run`]: opening a session folder for a role binary
@@ -33,6 +35,7 @@
 
 pub mod attempt;
 pub mod context;
+pub mod plan_text;
 pub mod prompt;
 pub mod report;
 pub mod run;

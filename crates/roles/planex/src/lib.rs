@@ -7,8 +7,9 @@
 //!   `**solution_file**:`), else the bound solution of the issue store;
 //!   `execution_method` and `code_review` by the seed's tables; the issue
 //!   set `executing`;
-//! * phase 3: the planex prompt (issue text fenced as untrusted data)
-//!   through the backend, attempts kept under `attempts/planex-<issueId>/`
+//! * phase 3: the planex prompt ([`prompt`]: the solution's tasks whole, in
+//!   dependency order, as the plan; the issue text fenced as untrusted
+//!   data) through the backend, attempts kept under `attempts/planex-<issueId>/`
 //!   so a second run resumes the same native session;
 //! * phase 4: the project's tests through `wavecrew-validation`, an
 //!   optional review, then `git commit` of exactly the files the attempts
@@ -25,6 +26,7 @@
 //! ```
 
 pub mod issues;
+pub mod prompt;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -167,6 +169,7 @@ pub struct PlanexWork {
     review: String,
     run: Option<TaskRun>,
     committed: Option<String>,
+    plan_notes: Vec<String>,
 }
 
 fn solution_tasks(solution: &Map<String, Value>) -> Vec<Value> {
@@ -258,6 +261,7 @@ impl Role for PlanexRole {
             review,
             run: None,
             committed,
+            plan_notes: Vec::new(),
         })
     }
 
@@ -266,57 +270,28 @@ impl Role for PlanexRole {
             // A resumed task whose work is already committed: report only.
             return Ok(());
         }
-        let tasks: Vec<Value> = solution_tasks(&work.solution)
-            .into_iter()
-            .map(|t| {
-                json!({
-                    "id": t.get("id").and_then(Value::as_str).unwrap_or("T?"),
-                    "title": t.get("title").and_then(Value::as_str).unwrap_or(""),
-                    "description": t.get("description").or_else(|| t.get("action")).and_then(Value::as_str).unwrap_or(""),
-                    "files": t.get("files").and_then(Value::as_array).map(|f| f.iter().filter_map(|x| x.get("path").and_then(Value::as_str).or_else(|| x.as_str())).collect::<Vec<_>>()).unwrap_or_default(),
-                })
-            })
-            .collect();
-        let issue_body = work
-            .issue
-            .get("context")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
-        let title = work
-            .issue
-            .get("title")
-            .and_then(Value::as_str)
-            .unwrap_or(task.title())
-            .to_owned();
         let ctx = &self.ctx;
         let max_attempts = ctx.max_attempts();
-        let solution_id = work
-            .solution
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or("(unnamed)")
-            .to_owned();
-        let description = work
-            .solution
-            .get("description")
-            .or_else(|| work.solution.get("approach"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_owned();
+        let cwd = ctx.project_root.display().to_string();
+        let input = prompt::PromptInput {
+            issue_id: &work.issue_id,
+            issue: &work.issue,
+            fallback_title: task.title(),
+            solution: &work.solution,
+            cwd: &cwd,
+        };
+        let (_, notes) = prompt::prompt_context(&input, None, 1, max_attempts);
+        for note in &notes {
+            tracing::warn!(
+                "{}: solution of {}: {note}",
+                task.id.as_str(),
+                work.issue_id
+            );
+        }
+        work.plan_notes = notes;
         let render = |n: u32, error: Option<&str>| {
-            ctx.render(
-                "planex",
-                &json!({
-                    "issue": {"id": work.issue_id, "title": title, "body": issue_body},
-                    "solution": {"id": solution_id, "description": description, "tasks": tasks},
-                    "cwd": ctx.project_root.display().to_string(),
-                    "test_command": Value::Null,
-                    "previous_error": error,
-                    "attempt": n,
-                    "max_attempts": max_attempts,
-                }),
-            )
+            let (context, _) = prompt::prompt_context(&input, error, n, max_attempts);
+            ctx.render("planex", &context)
         };
         let execution = derived_id_from(&format!("planex-{}", work.issue_id), &task.id)?;
         let run = ctx
@@ -353,6 +328,10 @@ impl Role for PlanexRole {
             .field("execution_decision", &work.decision)
             .field("code_review", &work.review)
             .field("files_changed", &files);
+        if !work.plan_notes.is_empty() {
+            // What of the solution did not reach the prompt (malformed).
+            done.insert("plan_notes", &work.plan_notes);
+        }
         // A failure keeps every field gathered so far.
         let fail = |done: &ReportBuilder, error: PhaseError| {
             let mut failed = self.failure(task, &error);

@@ -6,8 +6,12 @@
 //!   the scheduler (cycles broken as the seed does; an unknown dependency is
 //!   an error, not a silent serialisation), the resume check (a task with
 //!   its `summary-<ID>.md` is done; all done → report only), and the
-//!   summaries of earlier phases as context;
-//! * phase 3: the tasks of each wave run in parallel through the
+//!   summaries of earlier phases as context (fenced in the prompt: earlier
+//!   agents wrote them);
+//! * phase 3: each task's prompt carries its title, description,
+//!   implementation steps, criteria, definition of done and each declared
+//!   file's action, target and change ([`task_prompt_values`]); the tasks
+//!   of each wave run in parallel through the
 //!   dispatcher, whose file-overlap gate keeps two tasks that touch the
 //!   same file apart (the seed ran them one by one and let the last write
 //!   win); the seed's strategy table decides how prompts are batched
@@ -41,7 +45,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, NewMessage, Task, TaskId, TaskStatus};
-use wavecrew_role_kit::{Attempt, ReportBuilder, RoleContext};
+use wavecrew_role_kit::{Attempt, ReportBuilder, RoleContext, plan_text};
 use wavecrew_scheduler::{
     BuildOptions, CyclePolicy, Dag, DispatchOptions, Dispatcher, RunOutcome, TaskNode, TaskRunner,
 };
@@ -202,7 +206,9 @@ fn summary_path(phase_dir: &Path, id: &TaskId) -> PathBuf {
     phase_dir.join(format!("summary-{}.md", id.as_str()))
 }
 
-/// The summaries of phases `1..phase`, concatenated.
+/// The summaries of phases `1..phase`, concatenated, each under a heading
+/// naming its file (relative to the session folder). Earlier agents wrote
+/// them: the prompt fences them as untrusted.
 pub fn prior_summaries(session_dir: &Path, phase: u32) -> String {
     let mut out = String::new();
     for p in 1..phase {
@@ -222,11 +228,80 @@ pub fn prior_summaries(session_dir: &Path, phase: u32) -> String {
         files.sort();
         for f in files {
             if let Ok(t) = std::fs::read_to_string(&f) {
-                let _ = writeln!(out, "### phase {p}: {}\n{t}", f.display());
+                let shown = f.strip_prefix(session_dir).unwrap_or(&f);
+                let _ = writeln!(out, "### phase {p}: {}\n{t}", shown.display());
             }
         }
     }
     out
+}
+
+/// A roadmap task as the `execution` and `batch` templates show it: title,
+/// description, implementation steps, acceptance criteria (with the
+/// verification command), definition of done, and each declared file with
+/// its action, target and change. Parts of the wrong shape are left out
+/// and added to `notes`.
+pub fn task_prompt_values(t: &Task, notes: &mut Vec<String>) -> Value {
+    let mut own = Vec::new();
+    let implementation =
+        plan_text::steps(t.extra.get("implementation"), "implementation", &mut own);
+    let mut files = plan_text::file_changes(t.extra.get("files"), "files", &mut own);
+    for path in t.files() {
+        if !files.iter().any(|f| f.path == path) {
+            files.push(plan_text::FileChange {
+                path,
+                ..plan_text::FileChange::default()
+            });
+        }
+    }
+    let definition_of_done = match t.extra.get("convergence") {
+        Some(Value::Object(c)) => plan_text::field(
+            c.get("definition_of_done"),
+            "convergence.definition_of_done",
+            &mut own,
+        ),
+        _ => String::new(),
+    };
+    notes.extend(own.into_iter().map(|n| format!("{}: {n}", t.id.as_str())));
+    json!({
+        "id": t.id.as_str(), "title": t.title(), "description": t.description,
+        "implementation": implementation,
+        "acceptance_criteria": t.acceptance_criteria().into_iter().map(|c| c.text).collect::<Vec<_>>(),
+        "definition_of_done": definition_of_done,
+        "files": files,
+    })
+}
+
+/// The template (`execution` for one task, `batch` for several) and its
+/// context for one attempt at `tasks`, with the earlier phases' summaries;
+/// the notes say what of the tasks was left out.
+pub fn prompt_context(
+    tasks: &[Task],
+    cwd: &str,
+    prior_summaries: &str,
+    previous_error: Option<&str>,
+    attempt: u32,
+    max_attempts: u32,
+) -> (&'static str, Value, Vec<String>) {
+    let mut notes = Vec::new();
+    let values: Vec<Value> = tasks
+        .iter()
+        .map(|t| task_prompt_values(t, &mut notes))
+        .collect();
+    let template = if values.len() == 1 {
+        "execution"
+    } else {
+        "batch"
+    };
+    let context = json!({
+        "task": values.first(), "tasks": values,
+        "cwd": cwd,
+        "plan_context": "", "wisdom": "",
+        "prior_summaries": prior_summaries,
+        "previous_error": previous_error, "attempt": attempt,
+        "max_attempts": max_attempts,
+    });
+    (template, context, notes)
 }
 
 struct UnitRunner {
@@ -256,27 +331,15 @@ impl TaskRunner for UnitRunner {
         };
         let begin = self.started.elapsed().as_secs_f64();
         let r = &self.role;
-        let task_values: Vec<Value> = tasks
-            .iter()
-            .map(|t| {
-                json!({"id": t.id.as_str(), "title": t.title(), "description": t.description,
-                       "acceptance_criteria": t.acceptance_criteria().into_iter().map(|c| c.text).collect::<Vec<_>>(),
-                       "files": t.files()})
-            })
-            .collect();
+        let cwd = r.ctx.project_root.display().to_string();
+        let max_attempts = r.ctx.max_attempts();
+        let (_, _, notes) = prompt_context(tasks, &cwd, &r.context, None, 1, max_attempts);
+        for note in notes {
+            tracing::warn!("{}: {note}", unit.as_str());
+        }
         let render = |n: u32, error: Option<&str>| {
-            let values = json!({
-                "task": task_values[0], "tasks": task_values,
-                "cwd": r.ctx.project_root.display().to_string(),
-                "plan_context": r.context, "wisdom": "",
-                "previous_error": error, "attempt": n,
-                "max_attempts": r.ctx.max_attempts(),
-            });
-            let template = if task_values.len() == 1 {
-                "execution"
-            } else {
-                "batch"
-            };
+            let (template, values, _) =
+                prompt_context(tasks, &cwd, &r.context, error, n, max_attempts);
             r.ctx.render(template, &values)
         };
         let run = match r

@@ -8,7 +8,9 @@
 //! * phase 3: the test-fix loop of `wavecrew-validation` (run, rerun
 //!   failures for flakes, fix, at most 3 rounds, revert a round that made
 //!   things worse) with an agent backend as the fixer ("only fix the test
-//!   files"); the record goes to `results/run-<NNN>.json`, numbered per
+//!   files"), whose `test-fix` prompt carries the task's own text, the test
+//!   command and the targets as plain text and the failing tests with
+//!   their output fenced and cut first ([`fix_prompt_context`]); the record goes to `results/run-<NNN>.json`, numbered per
 //!   session under a lock;
 //! * phase 4: the `state_update` appending to `execution_results`,
 //!   `defect_patterns`, `effective_test_patterns` and `coverage_history`
@@ -26,17 +28,17 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
+use std::sync::{LazyLock, Mutex};
 
 use regex::Regex;
 use serde_json::{Map, Value, json};
-use wavecrew_backends::prompts::fence;
 use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, NewMessage, Task};
 use wavecrew_role_kit::{Attempt, ReportBuilder, RoleContext, derived_id};
 use wavecrew_validation::{
-    FixReply, FixRequest, Fixer, Framework, LoopOptions, LoopOutcome, RunResult, TestOptions,
-    TestRunner, run_fix_loop, write_run_result,
+    FailureDetail, FixReply, FixRequest, Fixer, Framework, LoopOptions, LoopOutcome, Outcome,
+    RunResult, SuiteRun, TestCase, TestOptions, TestReport, TestRunner, TestSource, run_fix_loop,
+    write_run_result,
 };
 
 /// What a `TESTRUN-*` description says.
@@ -102,60 +104,196 @@ pub struct TestRunRole {
     pub ctx: RoleContext,
 }
 
+/// What the last run of the suite showed that its report does not: the
+/// command and the end of its output.
+#[derive(Debug, Default, Clone)]
+pub struct LastRun {
+    /// The command line.
+    pub command: Option<String>,
+    /// The end of what it printed.
+    pub output_tail: String,
+}
+
+/// The test runner, recording each suite run's command and output tail for
+/// the fixer's prompt.
+struct RecordingSource<'a> {
+    runner: &'a mut TestRunner,
+    last: &'a Mutex<LastRun>,
+}
+
+#[async_trait::async_trait]
+impl TestSource for RecordingSource<'_> {
+    fn framework(&self) -> String {
+        TestSource::framework(&*self.runner)
+    }
+
+    fn root(&self) -> &Path {
+        self.runner.dir()
+    }
+
+    fn exclude(&self) -> Vec<PathBuf> {
+        TestSource::exclude(&*self.runner)
+    }
+
+    async fn run_suite(&mut self) -> wavecrew_validation::Result<SuiteRun> {
+        let run = self.runner.run().await?;
+        *self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = LastRun {
+            command: Some(run.command.clone()),
+            output_tail: run.output_tail.clone(),
+        };
+        Ok(SuiteRun {
+            coverage: run.coverage_percent(),
+            evidence: run.evidence(),
+            report: run.report,
+        })
+    }
+
+    async fn rerun_cases(
+        &mut self,
+        cases: &[TestCase],
+    ) -> wavecrew_validation::Result<Option<TestReport>> {
+        self.runner.rerun_cases(cases).await
+    }
+}
+
+/// A percentage as the prompt shows it (`95%`, `61.5%`).
+fn percent(p: f64) -> String {
+    if (p - p.round()).abs() < 0.05 {
+        format!("{p:.0}%")
+    } else {
+        format!("{p:.1}%")
+    }
+}
+
+/// The failing tests as one text: each one's name, file and outcome, then
+/// its failure output, indented.
+pub fn failures_text(failures: &[FailureDetail]) -> String {
+    let mut out = String::new();
+    for f in failures {
+        let outcome = match f.outcome {
+            Outcome::Error => "error",
+            _ => "failed",
+        };
+        let _ = writeln!(
+            out,
+            "- {} ({}, {outcome})",
+            f.name,
+            f.file.as_deref().unwrap_or("file unknown")
+        );
+        match f.message.as_deref().map(str::trim_end) {
+            Some(m) if !m.trim().is_empty() => {
+                for line in m.lines() {
+                    let _ = writeln!(out, "  {line}");
+                }
+            }
+            _ => out.push_str("  (the report holds no failure message)\n"),
+        }
+    }
+    out
+}
+
+/// What one fix round's prompt is rendered from.
+#[derive(Debug, Clone, Copy)]
+pub struct FixPromptInput<'a> {
+    /// The `TESTRUN-*` task.
+    pub task: &'a Task,
+    /// The loop's request for this round.
+    pub request: &'a FixRequest,
+    /// The most rounds the loop asks for.
+    pub max_rounds: u32,
+    /// The description's `Input:` test folder.
+    pub test_dir: Option<&'a str>,
+    /// The last suite run's command and output.
+    pub last_run: &'a LastRun,
+}
+
+/// The context of the `test-fix` template for attempt `attempt` of
+/// `max_attempts` of one round: the task's own text, the test command, the
+/// numbers and their targets (plain), the failing tests with their output
+/// (fenced, cut first), and the end of the run's output when no failure
+/// carries a message.
+pub fn fix_prompt_context(
+    input: &FixPromptInput<'_>,
+    previous_error: Option<&str>,
+    attempt: u32,
+    max_attempts: u32,
+) -> Value {
+    let r = input.request;
+    let any_message = r
+        .failures
+        .iter()
+        .any(|f| f.message.as_deref().is_some_and(|m| !m.trim().is_empty()));
+    let test_output = if any_message {
+        String::new()
+    } else {
+        input.last_run.output_tail.trim().to_owned()
+    };
+    // A subject `TESTRUN-001: Run the L1 tests` is shown after the id once.
+    let id = input.task.id.as_str();
+    let title = input.task.title();
+    let title = title
+        .strip_prefix(id)
+        .map_or(title, |rest| rest.trim_start_matches(':').trim());
+    json!({
+        "task": {"id": id, "title": title, "description": input.task.description},
+        "round": r.round, "max_rounds": input.max_rounds,
+        "cwd": r.root.display().to_string(),
+        "test_commands": input.last_run.command.iter().collect::<Vec<_>>(),
+        "test_dir": input.test_dir.unwrap_or(""),
+        "pass_rate": percent(r.pass_rate * 100.0),
+        "pass_rate_target": percent(r.pass_rate_target * 100.0),
+        "coverage": r.coverage.map_or_else(|| "unknown".to_owned(), percent),
+        "coverage_target": r.coverage_target.map(percent).unwrap_or_default(),
+        "failures": failures_text(&r.failures),
+        "test_output": test_output,
+        "previous_error": previous_error,
+        "attempt": attempt,
+        "max_attempts": max_attempts,
+    })
+}
+
 /// The agent that fixes test files.
 struct BackendFixer<'a> {
     role: &'a TestRunRole,
     task: &'a Task,
     backend: String,
     test_dir: Option<String>,
+    max_rounds: u32,
+    last: &'a Mutex<LastRun>,
 }
 
 #[async_trait::async_trait]
 impl Fixer for BackendFixer<'_> {
     async fn fix(&self, request: &FixRequest) -> wavecrew_validation::Result<FixReply> {
-        let failures: Vec<String> = request
-            .failures
-            .iter()
-            .map(|f| {
-                format!(
-                    "- {} ({}): {}",
-                    f.name,
-                    f.file.as_deref().unwrap_or("?"),
-                    f.message
-                        .as_deref()
-                        .unwrap_or("")
-                        .lines()
-                        .next()
-                        .unwrap_or("")
-                )
-            })
-            .collect();
-        let prompt = format!(
-            "Fix the failing tests of task {} (round {}). Only fix the test files{}; never change the code under test.\n\nPass rate {:.2} (target {:.2}); coverage {} (target {}).\n\nFailing tests:\n{}\n",
-            self.task.id.as_str(),
-            request.round,
-            self.test_dir
-                .as_deref()
-                .map(|d| format!(" (under `{d}`)"))
-                .unwrap_or_default(),
-            request.pass_rate,
-            request.pass_rate_target,
-            request
-                .coverage
-                .map_or_else(|| "unknown".into(), |c| format!("{c:.1}%")),
-            request
-                .coverage_target
-                .map_or_else(|| "none".into(), |c| format!("{c:.0}%")),
-            fence(&failures.join("\n"), "test failures"),
-        );
+        let last_run = self
+            .last
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
         let ctx = &self.role.ctx;
+        let input = FixPromptInput {
+            task: self.task,
+            request,
+            max_rounds: self.max_rounds,
+            test_dir: self.test_dir.as_deref(),
+            last_run: &last_run,
+        };
+        let max_attempts = ctx.max_attempts();
         let fixer_error = |e: PhaseError| wavecrew_validation::ValidationError::Fixer {
             round: request.round,
             message: e.0,
         };
         let id =
             derived_id(&self.task.id, &format!("fix{}", request.round)).map_err(fixer_error)?;
-        let render = |_: u32, _: Option<&str>| Ok(prompt.clone());
+        let render = |n: u32, error: Option<&str>| {
+            ctx.render(
+                "test-fix",
+                &fix_prompt_context(&input, error, n, max_attempts),
+            )
+        };
         let run = ctx
             .attempt(&Attempt::new(
                 &id,
@@ -289,22 +427,26 @@ impl Role for TestRunRole {
         )
         .await
         .map_err(|e| PhaseError(format!("cannot run the tests: {e}")))?;
+        let options = LoopOptions {
+            coverage_target: Some(work.spec.coverage_target),
+            ..LoopOptions::default()
+        };
+        let last = Mutex::new(LastRun::default());
         let fixer = BackendFixer {
             role: self,
             task,
             backend: work.backend.clone(),
             test_dir: work.spec.input.clone(),
+            max_rounds: options.max_rounds,
+            last: &last,
         };
-        let outcome = run_fix_loop(
-            &mut runner,
-            &fixer,
-            &LoopOptions {
-                coverage_target: Some(work.spec.coverage_target),
-                ..LoopOptions::default()
-            },
-        )
-        .await
-        .map_err(|e| PhaseError(format!("the test-fix loop failed: {e}")))?;
+        let mut source = RecordingSource {
+            runner: &mut runner,
+            last: &last,
+        };
+        let outcome = run_fix_loop(&mut source, &fixer, &options)
+            .await
+            .map_err(|e| PhaseError(format!("the test-fix loop failed: {e}")))?;
         let record = write_run_result(&self.ctx.session_dir, &outcome)
             .map_err(|e| PhaseError(format!("cannot write the run record: {e}")))?;
         work.outcome = Some(outcome);
