@@ -402,13 +402,11 @@ fn planex(cli: AgentCli) {
 }
 
 #[test]
-#[ignore = "needs the implementation steps in the planex/roadmap prompt (issue 13)"]
 fn claude_follows_a_planex_solution_step() {
     planex(AgentCli::Claude);
 }
 
 #[test]
-#[ignore = "needs the implementation steps in the planex/roadmap prompt (issue 13)"]
 fn codex_follows_a_planex_solution_step() {
     planex(AgentCli::Codex);
 }
@@ -468,13 +466,11 @@ fn roadmap(cli: AgentCli) {
 }
 
 #[test]
-#[ignore = "needs the implementation steps in the planex/roadmap prompt (issue 13)"]
 fn claude_follows_a_roadmap_task_step() {
     roadmap(AgentCli::Claude);
 }
 
 #[test]
-#[ignore = "needs the implementation steps in the planex/roadmap prompt (issue 13)"]
 fn codex_follows_a_roadmap_task_step() {
     roadmap(AgentCli::Codex);
 }
