@@ -142,12 +142,36 @@ fn issues_become_commits_and_a_resume_never_commits_twice() {
         root,
     );
     assert_eq!(planned.code, 0, "{}", planned.render());
+    // What the first attempt will be sent, read before anything runs.
+    let shown = run_bin(
+        "wavecrew",
+        &["prompt", session.to_str().unwrap(), "EXEC-001"],
+        root,
+    );
+    assert_eq!(shown.code, 0, "{}", shown.render());
+    assert!(
+        shown.stdout.contains("Create src/greet.txt") || shown.stdout.contains("src/greet.txt"),
+        "{}",
+        shown.stdout
+    );
     let o = run_bin(
         "wavecrew-planex",
         &["--session", session.to_str().unwrap()],
         root,
     );
     assert_eq!(o.code, 0, "{}", o.render());
+    let attempts = session.join("attempts");
+    let first = std::fs::read_dir(&attempts)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("planex-ISS-20261123-001"))
+        })
+        .expect("the attempts of EXEC-001");
+    let sent = std::fs::read_to_string(first.join("1/prompt.md")).unwrap();
+    assert_eq!(shown.stdout, sent, "wavecrew prompt showed what the run sent");
 
     let log = git(root, &["log", "--format=%s%n%b---"]);
     assert!(

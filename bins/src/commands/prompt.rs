@@ -52,56 +52,91 @@ fn find_task(session: &RoleSession, id: &TaskId) -> Result<Task, CliError> {
         })
 }
 
+/// The built-in role of a task, from its prefix and the session's id, as
+/// `wavecrew run` picks its worker.
+fn builtin(prefix: Option<&str>, session_name: &str) -> Option<&'static str> {
+    match prefix? {
+        "IMPL" => Some("executor"),
+        "TESTRUN" => Some("testrun"),
+        "EXEC" if session_name.starts_with("PEX-") => Some("planex"),
+        "EXEC" if session_name.starts_with("RD-") => Some("roadmap"),
+        _ => None,
+    }
+}
+
 /// Run `wavecrew prompt`.
 pub fn run(args: &PromptArgs, config: Option<&std::path::Path>) -> CmdResult {
-    let valid = wavecrew_role_team::validate(Some(&args.session)).map_err(bad)?;
+    // A team session (team-session.json) names its roles; a planex or
+    // executor session may have none, and its built-in role is known by
+    // the task's prefix.
+    let valid = wavecrew_role_team::validate(Some(&args.session));
+    let dir = match &valid {
+        Ok(v) => v.dir.clone(),
+        Err(_) => args.session.clone(),
+    };
+    let session_name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let session = RoleSession::open(&OpenSpec {
         config,
         task: Some(&args.task),
         backend: args.backend.clone(),
-        bus_key: Some(valid.session.session_id.as_str()),
-        ..OpenSpec::session(&valid.dir)
+        bus_key: valid.as_ref().ok().map(|v| v.session.session_id.as_str()),
+        ..OpenSpec::session(&dir)
     })?;
     let id = session
         .task
         .clone()
         .ok_or_else(|| bad("a task id is required"))?;
     let task = find_task(&session, &id)?;
-    let launcher = wavecrew_role_team::launch::Launcher {
-        session_dir: valid.dir.clone(),
-        session_id: valid.session.session_id.clone(),
-        roles: valid.session.roles.clone(),
-        backend: args.backend.clone(),
-        config_file: None,
-        bin_dir: None,
-        on_failure: wavecrew_role_team::FailurePolicy::Continue,
-    };
-    let Some((role, prefix)) = launcher.role_of(&task) else {
-        return Err(bad(format!(
-            "{}: no role of the session takes it (owner {}, prefix {})",
-            id.as_str(),
-            task.owner.as_deref().unwrap_or("none"),
-            task.id.prefix().unwrap_or("none")
-        )));
-    };
     let ctx = session.ctx.clone();
-    let preview: Box<dyn PromptPreview> = match prefix.as_str() {
-        "IMPL" => Box::new(wavecrew_role_executor::Executor::new(ctx)),
-        "TESTRUN" => {
+    // The role as `wavecrew run` picks it: the owner's, else by prefix.
+    let launcher = valid
+        .as_ref()
+        .ok()
+        .map(|v| wavecrew_role_team::launch::Launcher {
+            session_dir: v.dir.clone(),
+            session_id: v.session.session_id.clone(),
+            roles: v.session.roles.clone(),
+            backend: args.backend.clone(),
+            config_file: None,
+            bin_dir: None,
+            on_failure: wavecrew_role_team::FailurePolicy::Continue,
+        });
+    let role = launcher.as_ref().and_then(|l| l.role_of(&task));
+    let prefix = role
+        .as_ref()
+        .map_or(task.id.prefix(), |(_, p)| Some(p.as_str()));
+    let preview: Box<dyn PromptPreview> = match builtin(prefix, &session_name) {
+        Some("executor") => Box::new(wavecrew_role_executor::Executor::new(ctx)),
+        Some("planex") => Box::new(wavecrew_role_planex::PlanexRole::new(ctx)),
+        Some("testrun") => {
             return Err(bad(format!(
                 "{}: the test executor runs the tests first; an agent gets a prompt only to fix \
                  the tests that fail, built from their output (see docs/prompts.md)",
                 id.as_str()
             )));
         }
-        "EXEC" if is_builtin_exec(&valid) => {
+        Some(_) => {
             return Err(bad(format!(
-                "{}: `wavecrew prompt` does not know the {} role yet",
-                id.as_str(),
-                role
+                "{}: a roadmap phase runs its own tasks in waves, one prompt per task or \
+                 batch; read them in attempts/<IMPL-id>/<n>/prompt.md as the phase runs",
+                id.as_str()
             )));
         }
-        _ => {
+        None => {
+            // A role known only by its `roles/<name>.md`: the team session
+            // names it.
+            let valid = valid.map_err(bad)?;
+            let Some((role, prefix)) = role else {
+                return Err(bad(format!(
+                    "{}: no role of the session takes it (owner {}, prefix {})",
+                    id.as_str(),
+                    task.owner.as_deref().unwrap_or("none"),
+                    task.id.prefix().unwrap_or("none")
+                )));
+            };
             let entry = valid
                 .session
                 .roles
@@ -119,15 +154,15 @@ pub fn run(args: &PromptArgs, config: Option<&std::path::Path>) -> CmdResult {
         .enable_all()
         .build()
         .map_err(CliError::internal)?;
-    let (marked, backend) = rt
+    let preview = rt
         .block_on(preview.preview(&task))
         .map_err(|e| bad(format!("{}: {e}", id.as_str())))?;
     let next = wavecrew_backends::attempts::next_prompt(
         &session.ctx.config,
-        &backend,
-        &task.id,
+        &preview.backend,
+        &preview.attempts_id,
         &session.ctx.session_dir,
-        &marked,
+        &preview.marked,
     );
     output::text(&next.text);
     for cut in &next.fitted.cuts {
@@ -149,11 +184,4 @@ pub fn run(args: &PromptArgs, config: Option<&std::path::Path>) -> CmdResult {
         next.backend
     ));
     Ok(Exit::Success)
-}
-
-/// Whether a session's `EXEC-*` tasks belong to a built-in role (planex,
-/// roadmap).
-fn is_builtin_exec(valid: &wavecrew_role_team::ValidSession) -> bool {
-    let id = valid.session.session_id.as_str();
-    id.starts_with("PEX-") || id.starts_with("RD-")
 }

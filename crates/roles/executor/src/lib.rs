@@ -188,7 +188,7 @@ impl Executor {
 
 #[async_trait::async_trait]
 impl wavecrew_role_kit::PromptPreview for Executor {
-    async fn preview(&self, task: &Task) -> Result<(String, String), PhaseError> {
+    async fn preview(&self, task: &Task) -> Result<wavecrew_role_kit::Preview, PhaseError> {
         let work = self.prepare(task).await?;
         let mut values = self.prompt_values(task, &work);
         let dir = wavecrew_backends::attempts::task_attempts_dir(&self.ctx.session_dir, &task.id);
@@ -198,10 +198,11 @@ impl wavecrew_role_kit::PromptPreview for Executor {
             .unwrap_or(0)
             + 1;
         values["attempt"] = json!(next);
-        Ok((
-            self.ctx.render("execution", &values)?,
-            work.decision.backend,
-        ))
+        Ok(wavecrew_role_kit::Preview {
+            marked: self.ctx.render("execution", &values)?,
+            backend: work.decision.backend,
+            attempts_id: task.id.clone(),
+        })
     }
 }
 

@@ -43,7 +43,7 @@ pub mod session;
 
 pub use attempt::{Attempt, Review, backend_used, derived_id, derived_id_from};
 pub use context::{BusFault, RoleBus, RoleContext, SharedBus, share_bus};
-pub use prompt::PromptPreview;
+pub use prompt::{Preview, PromptPreview};
 pub use report::ReportBuilder;
 pub use run::{Follow, RoleExit, run_role};
 pub use session::{KitError, OpenSpec, RoleSession, StoreLayout};

@@ -19,13 +19,23 @@ pub fn render_error(e: &PromptError) -> PhaseError {
     PhaseError(e.to_string())
 }
 
+/// The first prompt of a task's next attempt, before anything runs.
+#[derive(Debug, Clone)]
+pub struct Preview {
+    /// The prompt, marked as [`RoleContext::render`] returns it.
+    pub marked: String,
+    /// The backend asked for.
+    pub backend: String,
+    /// The id the attempts are kept under (the task's, or one derived).
+    pub attempts_id: wavecrew_core::TaskId,
+}
+
 /// A role that can say what the next attempt of a task would be sent,
 /// without running anything (`wavecrew prompt`).
 #[async_trait::async_trait]
 pub trait PromptPreview: Send + Sync {
-    /// The first prompt of `task`'s next attempt, marked as
-    /// [`RoleContext::render`] returns it, and the backend asked for.
-    async fn preview(&self, task: &wavecrew_core::Task) -> Result<(String, String), PhaseError>;
+    /// The first prompt of `task`'s next attempt.
+    async fn preview(&self, task: &wavecrew_core::Task) -> Result<Preview, PhaseError>;
 }
 
 impl RoleContext {

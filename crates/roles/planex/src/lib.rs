@@ -181,6 +181,40 @@ fn solution_tasks(solution: &Map<String, Value>) -> Vec<Value> {
 }
 
 #[async_trait::async_trait]
+impl wavecrew_role_kit::PromptPreview for PlanexRole {
+    async fn preview(&self, task: &Task) -> Result<wavecrew_role_kit::Preview, PhaseError> {
+        let work = self.prepare(task).await?;
+        if let Some(commit) = &work.committed {
+            return Err(PhaseError(format!(
+                "its work is already committed ({commit}): the next run only reports it"
+            )));
+        }
+        let cwd = self.ctx.project_root.display().to_string();
+        let input = prompt::PromptInput {
+            issue_id: &work.issue_id,
+            issue: &work.issue,
+            fallback_title: task.title(),
+            solution: &work.solution,
+            cwd: &cwd,
+        };
+        let attempts_id = derived_id_from(&format!("planex-{}", work.issue_id), &task.id)?;
+        let dir =
+            wavecrew_backends::attempts::task_attempts_dir(&self.ctx.session_dir, &attempts_id);
+        let next = wavecrew_backends::attempts::existing_attempts(&dir)
+            .last()
+            .copied()
+            .unwrap_or(0)
+            + 1;
+        let (context, _) = prompt::prompt_context(&input, None, next, self.ctx.max_attempts());
+        Ok(wavecrew_role_kit::Preview {
+            marked: self.ctx.render("planex", &context)?,
+            backend: work.decision.backend,
+            attempts_id,
+        })
+    }
+}
+
+#[async_trait::async_trait]
 impl Role for PlanexRole {
     type Work = PlanexWork;
 

@@ -88,9 +88,12 @@ impl AgentRole {
 
 #[async_trait::async_trait]
 impl wavecrew_role_kit::PromptPreview for AgentRole {
-    async fn preview(&self, task: &Task) -> Result<(String, String), PhaseError> {
-        let backend = self.ctx.decide(task, None).backend;
-        Ok((self.ctx.render("role", &self.prompt_values(task))?, backend))
+    async fn preview(&self, task: &Task) -> Result<wavecrew_role_kit::Preview, PhaseError> {
+        Ok(wavecrew_role_kit::Preview {
+            marked: self.ctx.render("role", &self.prompt_values(task))?,
+            backend: self.ctx.decide(task, None).backend,
+            attempts_id: task.id.clone(),
+        })
     }
 }
 
