@@ -171,7 +171,10 @@ fn issues_become_commits_and_a_resume_never_commits_twice() {
         })
         .expect("the attempts of EXEC-001");
     let sent = std::fs::read_to_string(first.join("1/prompt.md")).unwrap();
-    assert_eq!(shown.stdout, sent, "wavecrew prompt showed what the run sent");
+    assert_eq!(
+        shown.stdout, sent,
+        "wavecrew prompt showed what the run sent"
+    );
 
     let log = git(root, &["log", "--format=%s%n%b---"]);
     assert!(
