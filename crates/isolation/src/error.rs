@@ -1,0 +1,148 @@
+//! The error type of `wavecrew-isolation`: every variant names the git
+//! command, ref, id or path at fault and what was expected instead.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Errors from the worktrees, the integration branch and the merge queue.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum IsolationError {
+    /// git could not be started at all.
+    #[error("cannot run `{command}`: {source}; expected git >= 2.38 on PATH")]
+    Spawn {
+        /// The command line, for the message.
+        command: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// A git command exited with an error.
+    #[error("`{command}` failed ({status}): {stderr}")]
+    Git {
+        /// The command line, `git -C <dir> <args>`.
+        command: String,
+        /// The exit status as text (`exit status: 128`).
+        status: String,
+        /// What git wrote on stderr, trimmed.
+        stderr: String,
+    },
+    /// A git command's output did not have the expected shape.
+    #[error("`{command}` printed {output:?}; expected {expected}")]
+    Unexpected {
+        /// The command line.
+        command: String,
+        /// The output, as text (possibly truncated).
+        output: String,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// The installed git is older than 2.38 (no `merge-tree --write-tree`).
+    #[error("git {found} is too old; expected git >= 2.38 (for `git merge-tree --write-tree`)")]
+    GitTooOld {
+        /// The version string git printed.
+        found: String,
+    },
+    /// An id that would become a ref name or a path segment was refused.
+    #[error(
+        "invalid {kind} {given:?}: {problem}; expected 1-128 ASCII letters, digits, `-`, `_` or `.`, not starting with `-` or `.`, without `..`, not ending with `.` or `.lock`"
+    )]
+    InvalidId {
+        /// Which kind of id (`session id`, `task id`, `worktree name`).
+        kind: &'static str,
+        /// The id as given (truncated for the message).
+        given: String,
+        /// Why it was refused.
+        problem: String,
+    },
+    /// A project-relative path (in `exclude` or `copy`) was refused.
+    #[error(
+        "invalid {what} path {given:?}: {problem}; expected a relative path inside the project, without `..`"
+    )]
+    InvalidPath {
+        /// Which list the path came from (`exclude`, `copy`).
+        what: &'static str,
+        /// The path as given.
+        given: String,
+        /// Why it was refused.
+        problem: &'static str,
+    },
+    /// A file or folder could not be read or written.
+    #[error("{op} `{path}`: {source}")]
+    Io {
+        /// What was being done (`creating`, `copying`, `locking`, …).
+        op: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+    /// A state file could not be read, written or parsed.
+    #[error(transparent)]
+    State(#[from] wavecrew_core::CoreError),
+    /// A state file disagrees with the repository or with the caller.
+    #[error("`{path}`: {message}")]
+    Inconsistent {
+        /// The state file.
+        path: PathBuf,
+        /// What disagrees, and what was expected.
+        message: String,
+    },
+    /// The repository has no commit on HEAD yet.
+    #[error("the repository at `{top}` has no commit yet; expected HEAD to name a commit")]
+    NoCommit {
+        /// The work-tree top.
+        top: PathBuf,
+    },
+    /// The integration branch exists but this session has no state for it.
+    #[error(
+        "branch `{branch}` already exists but `{state}` does not; expected a new session id, or the session's state folder"
+    )]
+    BranchExists {
+        /// The branch (`wavecrew/<session-id>`).
+        branch: String,
+        /// The missing state file.
+        state: PathBuf,
+    },
+    /// A worktree handed in is not one this session made, or not of the right kind.
+    #[error("worktree `{path}`: {message}")]
+    BadWorktree {
+        /// The worktree's folder.
+        path: PathBuf,
+        /// What is wrong, and what was expected.
+        message: String,
+    },
+    /// A compare-and-swap on a ref kept losing to another writer.
+    #[error(
+        "`{reference}` kept moving under wavecrew ({attempts} tries); expected no writer outside the merge queue"
+    )]
+    Contended {
+        /// The ref.
+        reference: String,
+        /// How many times it was tried.
+        attempts: u32,
+    },
+    /// `apply` would change something the user did meanwhile; the user can
+    /// run `command` instead.
+    #[error("not applied: {reason}; run `{command}` to merge the session's work yourself")]
+    Refused {
+        /// Why it was refused.
+        reason: String,
+        /// The command the user can run (`git merge wavecrew/<session-id>`).
+        command: String,
+    },
+}
+
+impl IsolationError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        IsolationError::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Results of this crate.
+pub type Result<T, E = IsolationError> = std::result::Result<T, E>;

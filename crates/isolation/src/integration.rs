@@ -1,0 +1,447 @@
+//! The session's integration branch `wavecrew/<session-id>`: where it
+//! starts (the user's HEAD, or a snapshot of a dirty work tree), its state
+//! file, what has landed on it (read from commit trailers), and `--apply`,
+//! which fast-forwards the user's branch to it when nothing moved.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use wavecrew_core::fsutil;
+
+use crate::error::{IsolationError, Result};
+use crate::git::{self, git};
+use crate::ids::{check_id, check_rel_path};
+use crate::lock::lock;
+use crate::repo::Repo;
+
+/// The trailer every commit wavecrew makes for a task carries:
+/// `Wavecrew-Task: <session-id>/<task-id>`.
+pub const TRAILER: &str = "Wavecrew-Task";
+/// The state file, in the session's state folder.
+pub const STATE_FILE: &str = "integration.json";
+/// The merge queue's lock file, in the session's state folder.
+pub(crate) const LAND_LOCK: &str = "land.lock";
+/// The prefix of integration branches: `wavecrew/<session-id>`.
+pub const BRANCH_PREFIX: &str = "wavecrew/";
+
+/// What `integration.json` records.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct State {
+    /// Format version, 1.
+    pub(crate) version: u32,
+    /// The session id.
+    pub(crate) session: String,
+    /// The integration branch's short name, `wavecrew/<session-id>`.
+    pub(crate) branch: String,
+    /// The commit the integration branch started from.
+    pub(crate) base: String,
+    /// The user's HEAD commit when the session started.
+    pub(crate) head_at_start: String,
+    /// The user's checked-out branch (`refs/heads/main`) then; None when detached.
+    pub(crate) branch_at_start: Option<String>,
+    /// Whether `base` is a snapshot commit of a dirty work tree.
+    pub(crate) snapshot: bool,
+    /// Project-relative paths left out of the snapshot and the apply check.
+    pub(crate) exclude: Vec<String>,
+}
+
+/// A session's integration branch, with everything needed to land tasks
+/// on it. Cheap to clone; `Sync`, so threads may share one.
+#[derive(Debug, Clone)]
+pub struct Integration {
+    pub(crate) repo: Repo,
+    pub(crate) state_dir: PathBuf,
+    pub(crate) state: State,
+}
+
+/// What [`Integration::apply`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The user's branch that moved (`refs/heads/main`).
+    pub branch: String,
+    /// Where it was.
+    pub from: String,
+    /// Where it is now (the integration tip).
+    pub to: String,
+}
+
+impl Integration {
+    /// Create, or find again on resume, the session's integration branch
+    /// `wavecrew/<session-id>`.
+    ///
+    /// A new branch starts at the user's HEAD; when the work tree is dirty,
+    /// at a snapshot commit of it (tracked changes and untracked files that
+    /// are not ignored, HEAD as parent), leaving out the paths in `exclude`
+    /// (the session folder, e.g. `.workflow`). The snapshot is built in a
+    /// temporary index: the user's index, branch and files are never
+    /// touched. `state_dir/integration.json` records the branch, base,
+    /// HEAD and branch at start, and whether a snapshot was taken.
+    ///
+    /// On resume (the state file exists) the recorded branch is used, and
+    /// `exclude` is the recorded one. A state file whose branch is gone
+    /// (a crash between writing it and creating the branch) gets the branch
+    /// again at the recorded base. A branch without a state file is refused.
+    pub fn start(
+        repo: &Repo,
+        session_id: &str,
+        exclude: &[&str],
+        state_dir: &Path,
+    ) -> Result<Integration> {
+        git::check_version()?;
+        check_id("session id", session_id)?;
+        let exclude = exclude
+            .iter()
+            .map(|x| check_rel_path("exclude", x))
+            .collect::<Result<Vec<_>>>()?;
+        let _guard = lock(&state_dir.join(LAND_LOCK))?;
+        if let Some(found) = Self::resume(repo, state_dir)? {
+            if found.state.session != session_id {
+                return Err(IsolationError::Inconsistent {
+                    path: found.state_file(),
+                    message: format!(
+                        "it belongs to session `{}`; expected `{session_id}`",
+                        found.state.session
+                    ),
+                });
+            }
+            return Ok(found);
+        }
+        let branch = format!("{BRANCH_PREFIX}{session_id}");
+        let reference = format!("refs/heads/{branch}");
+        let state_file = state_dir.join(STATE_FILE);
+        if repo.resolve(&reference)?.is_some() {
+            return Err(IsolationError::BranchExists {
+                branch,
+                state: state_file,
+            });
+        }
+        let head = repo
+            .resolve("HEAD")?
+            .ok_or_else(|| IsolationError::NoCommit {
+                top: repo.top().to_owned(),
+            })?;
+        let branch_at_start = symbolic_head(repo)?;
+        let snapshot = snapshot(repo, &head, &exclude, session_id)?;
+        let state = State {
+            version: 1,
+            session: session_id.to_owned(),
+            branch,
+            base: snapshot.clone().unwrap_or_else(|| head.clone()),
+            head_at_start: head,
+            branch_at_start,
+            snapshot: snapshot.is_some(),
+            exclude,
+        };
+        // The state first, then the branch: a crash in between is mended by
+        // the next start (the branch is made again at the recorded base).
+        fsutil::write_json_atomic(&state_file, &state)?;
+        let found = Integration {
+            repo: repo.clone(),
+            state_dir: state_dir.to_owned(),
+            state,
+        };
+        found.create_branch(&format!("wavecrew: start session {session_id}"))?;
+        Ok(found)
+    }
+
+    /// Find a session's integration again from its state folder, without
+    /// creating anything but a lost branch (see [`Integration::start`]);
+    /// Ok(None) when `state_dir` has no state file.
+    pub fn resume(repo: &Repo, state_dir: &Path) -> Result<Option<Integration>> {
+        let state_file = state_dir.join(STATE_FILE);
+        if !state_file.exists() {
+            return Ok(None);
+        }
+        let state: State = fsutil::read_json(&state_file)?;
+        let inconsistent = |message: String| IsolationError::Inconsistent {
+            path: state_file.clone(),
+            message,
+        };
+        if state.version != 1 {
+            return Err(inconsistent(format!(
+                "format version {}; expected 1",
+                state.version
+            )));
+        }
+        check_id("session id", &state.session)?;
+        if state.branch != format!("{BRANCH_PREFIX}{}", state.session) {
+            return Err(inconsistent(format!(
+                "branch `{}`; expected `{BRANCH_PREFIX}{}`",
+                state.branch, state.session
+            )));
+        }
+        let found = Integration {
+            repo: repo.clone(),
+            state_dir: state_dir.to_owned(),
+            state,
+        };
+        if repo.resolve(&found.reference())?.is_none() {
+            if repo.resolve(&found.state.base)?.is_none() {
+                return Err(inconsistent(format!(
+                    "branch `{}` is gone and so is its base commit {}; expected one of them",
+                    found.state.branch, found.state.base
+                )));
+            }
+            found.create_branch("wavecrew: branch made again at the recorded base")?;
+        }
+        Ok(Some(found))
+    }
+
+    fn create_branch(&self, reason: &str) -> Result<()> {
+        if self
+            .repo
+            .update_ref(&self.reference(), &self.state.base, "", reason)?
+        {
+            Ok(())
+        } else {
+            Err(IsolationError::BranchExists {
+                branch: self.state.branch.clone(),
+                state: self.state_file(),
+            })
+        }
+    }
+
+    /// The repository.
+    pub fn repo(&self) -> &Repo {
+        &self.repo
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        &self.state.session
+    }
+
+    /// The integration branch's short name, `wavecrew/<session-id>`.
+    pub fn branch(&self) -> &str {
+        &self.state.branch
+    }
+
+    /// The integration branch's full ref, `refs/heads/wavecrew/<session-id>`.
+    pub fn reference(&self) -> String {
+        format!("refs/heads/{}", self.state.branch)
+    }
+
+    /// The commit the integration branch started from (HEAD, or the snapshot).
+    pub fn base(&self) -> &str {
+        &self.state.base
+    }
+
+    /// The user's HEAD when the session started.
+    pub fn head_at_start(&self) -> &str {
+        &self.state.head_at_start
+    }
+
+    /// Whether the base is a snapshot of a dirty work tree.
+    pub fn snapshot(&self) -> bool {
+        self.state.snapshot
+    }
+
+    /// The session's state folder (state file, lock files, worktree records).
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// The state file, `state_dir/integration.json`.
+    pub fn state_file(&self) -> PathBuf {
+        self.state_dir.join(STATE_FILE)
+    }
+
+    /// The integration branch's current commit.
+    pub fn tip(&self) -> Result<String> {
+        self.repo.must_resolve(&self.reference())
+    }
+
+    /// Where this session's worktrees live: a folder wavecrew owns inside
+    /// the git common dir, `<common-dir>/wavecrew/worktrees/<session-id>/`,
+    /// so never committed and never in the user's tree.
+    pub fn worktrees_dir(&self) -> PathBuf {
+        self.repo
+            .common_dir()
+            .join("wavecrew")
+            .join("worktrees")
+            .join(&self.state.session)
+    }
+
+    /// The trailer value for `task`: `<session-id>/<task>`.
+    pub(crate) fn trailer_value(&self, task: &str) -> String {
+        format!("{}/{task}", self.state.session)
+    }
+
+    /// `message` with the task's trailer as its last paragraph.
+    pub(crate) fn with_trailer(&self, message: &str, task: &str) -> String {
+        let body = message.trim_end();
+        let body = if body.is_empty() {
+            format!("wavecrew: task {task}")
+        } else {
+            body.to_owned()
+        };
+        format!("{body}\n\n{TRAILER}: {}\n", self.trailer_value(task))
+    }
+
+    /// Task → landing commit, read from the trailers on the integration
+    /// branch (first-parent history since the base; the newest wins). What
+    /// is merged is read from git, never from a file.
+    pub fn merged_tasks(&self) -> Result<BTreeMap<String, String>> {
+        let tip = self.tip()?;
+        let format = format!("--format=%x1e%H%x1f%(trailers:key={TRAILER},valueonly)");
+        let range = format!("{}..{tip}", self.state.base);
+        let out = git(self.repo.top())
+            .args(["log", "--first-parent", &format, &range, "--"])
+            .run()?;
+        let text = String::from_utf8_lossy(&out);
+        let prefix = format!("{}/", self.state.session);
+        let mut merged = BTreeMap::new();
+        for record in text.split('\x1e') {
+            let Some((commit, trailers)) = record.split_once('\x1f') else {
+                continue;
+            };
+            for value in trailers.lines() {
+                if let Some(task) = value.trim().strip_prefix(&prefix) {
+                    merged
+                        .entry(task.to_owned())
+                        .or_insert_with(|| commit.trim().to_owned());
+                }
+            }
+        }
+        Ok(merged)
+    }
+
+    /// `--apply`: when the user's HEAD is still the commit it was at the
+    /// start, the same branch is checked out and the work tree is clean
+    /// (ignoring `exclude`), fast-forward the user's branch and work tree to
+    /// the tip (`git merge --ff-only`). Otherwise refuse with
+    /// [`IsolationError::Refused`], naming the command the user can run
+    /// (`git merge wavecrew/<session-id>`).
+    pub fn apply(&self) -> Result<Applied> {
+        let command = format!("git merge {}", self.state.branch);
+        let refuse = |reason: String| {
+            Err(IsolationError::Refused {
+                reason,
+                command: command.clone(),
+            })
+        };
+        let top = self.repo.top();
+        let Some(branch) = self.state.branch_at_start.clone() else {
+            return refuse("HEAD was detached when the session started".into());
+        };
+        match symbolic_head(&self.repo)? {
+            Some(now) if now == branch => {}
+            Some(now) => {
+                return refuse(format!(
+                    "`{now}` is checked out; the session started on `{branch}`"
+                ));
+            }
+            None => return refuse("HEAD is detached".into()),
+        }
+        let head = self.repo.resolve("HEAD")?.unwrap_or_default();
+        if head != self.state.head_at_start {
+            return refuse(format!(
+                "`{branch}` moved since the session started (was {}, now {})",
+                short(&self.state.head_at_start),
+                short(&head)
+            ));
+        }
+        let mut status = git(top).args([
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--",
+            ".",
+        ]);
+        for x in &self.state.exclude {
+            status = status.arg(format!(":(exclude,literal){x}"));
+        }
+        let changed = git::split_nul(&status.run()?);
+        if !changed.is_empty() {
+            let shown: Vec<&str> = changed.iter().take(5).map(String::as_str).collect();
+            return refuse(format!(
+                "the work tree has local changes ({}{})",
+                shown.join(", "),
+                if changed.len() > 5 { ", …" } else { "" }
+            ));
+        }
+        let tip = self.tip()?;
+        let (line, out) = git(top)
+            .args(["merge", "--ff-only", "--no-edit", "--end-of-options", &tip])
+            .output()?;
+        if !out.status.success() {
+            return refuse(git::failed(line, &out).to_string());
+        }
+        Ok(Applied {
+            branch,
+            from: head,
+            to: tip,
+        })
+    }
+}
+
+/// The user's checked-out branch (`refs/heads/main`), None when detached.
+fn symbolic_head(repo: &Repo) -> Result<Option<String>> {
+    let (line, out) = git(repo.top())
+        .args(["symbolic-ref", "--quiet", "HEAD"])
+        .output()?;
+    match out.status.code() {
+        Some(0) => Ok(Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())),
+        Some(1) => Ok(None),
+        _ => Err(git::failed(line, &out)),
+    }
+}
+
+/// A commit id shortened for a message.
+fn short(id: &str) -> &str {
+    id.get(..12).unwrap_or(id)
+}
+
+/// A commit of the user's work tree as it is (tracked changes and untracked
+/// files that are not ignored, `exclude` left as in HEAD) with `head` as
+/// parent; None when that is HEAD's tree. Built in a temporary index.
+fn snapshot(repo: &Repo, head: &str, exclude: &[String], session: &str) -> Result<Option<String>> {
+    let scratch = repo.common_dir().join("wavecrew").join("tmp");
+    fs::create_dir_all(&scratch).map_err(|e| IsolationError::io("creating", &scratch, e))?;
+    let tmp = tempfile::Builder::new()
+        .prefix("snapshot-")
+        .tempdir_in(&scratch)
+        .map_err(|e| IsolationError::io("creating a temp folder in", &scratch, e))?;
+    let index = tmp.path().join("index");
+    let top = repo.top();
+    let with_index = |args: &[&str]| git(top).env("GIT_INDEX_FILE", &index).args(args);
+    // Fast path: a copy of the user's index, reset to HEAD but keeping its
+    // stat data, so `add` re-reads only files that changed. Any trouble
+    // (unmerged entries, a split index) falls back to HEAD's tree alone.
+    let fast = fs::copy(repo.index_file(), &index).is_ok()
+        && with_index(&["read-tree", "-m", head]).run().is_ok();
+    if !fast {
+        let _ = fs::remove_file(&index);
+        with_index(&["read-tree", head]).run()?;
+    }
+    // An excluded path that git ignores cannot be named in an exclude
+    // pathspec (`git add` fails on it); its untracked files stay out anyway,
+    // and its tracked ones are reset to HEAD afterwards.
+    let mut add = with_index(&["add", "--all", "--", "."]);
+    let mut reset = Vec::new();
+    for x in exclude {
+        let ignored = git(top).args(["check-ignore", "--quiet", "--", x]).test()?;
+        if ignored {
+            reset.push(format!(":(literal){x}"));
+        } else {
+            add = add.arg(format!(":(exclude,literal){x}"));
+        }
+    }
+    add.run()?;
+    for x in &reset {
+        with_index(&["reset", "--quiet", head, "--", x]).run()?;
+    }
+    let tree = with_index(&["write-tree"]).text()?;
+    if tree == repo.tree_of(head)? {
+        return Ok(None);
+    }
+    let message = format!(
+        "wavecrew: snapshot of the work tree at the start of session {session}\n\n\
+         The tracked changes and untracked files that were not committed when\n\
+         the session started; the session's work builds on them.\n"
+    );
+    repo.commit_tree(&tree, &[head], &message).map(Some)
+}

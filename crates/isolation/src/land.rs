@@ -1,0 +1,311 @@
+//! A task's work on its way in: the commit in its worktree, the files it
+//! changed, and the merge queue that lands its branch on the integration
+//! branch exactly once.
+//!
+//! No checkout-based merge is ever run: a landing is `git merge-tree
+//! --write-tree` (or a fast-forward), `git commit-tree` and a
+//! compare-and-swap `git update-ref`, so neither the user's repository nor
+//! a worktree is ever left mid-merge.
+
+use std::collections::BTreeSet;
+
+use crate::error::{IsolationError, Result};
+use crate::git::{self, git};
+use crate::integration::{Integration, LAND_LOCK, TRAILER};
+use crate::lock::lock;
+use crate::worktree::{TASK_BRANCH_PREFIX, Worktree};
+
+/// How many times a landing retries after losing the compare-and-swap.
+const MAX_TRIES: u32 = 50;
+
+/// What [`Integration::land`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landing {
+    /// The integration branch had not moved since the task's base: it now
+    /// points at the task's last commit.
+    FastForward {
+        /// The new integration tip.
+        commit: String,
+    },
+    /// A merge commit (integration tip and task branch as parents) carrying
+    /// the task's trailer.
+    Merged {
+        /// The merge commit, the new integration tip.
+        commit: String,
+    },
+    /// A commit on the integration branch already carries this task's
+    /// trailer: nothing was done (never lands twice).
+    AlreadyMerged {
+        /// The commit that landed the task.
+        commit: String,
+    },
+    /// The task's branch has nothing the integration branch lacks.
+    NothingToLand,
+    /// The task's changes conflict with what landed since its base; the
+    /// integration branch is unchanged.
+    Conflict {
+        /// The conflicted files.
+        files: Vec<String>,
+        /// git's messages (`CONFLICT (content): Merge conflict in …`).
+        messages: String,
+        /// The integration commits since the task's base that touched the
+        /// conflicted files, newest first.
+        upstream: Vec<String>,
+    },
+}
+
+impl Integration {
+    /// Check that `wt` is a task worktree of this session for `task`.
+    fn check_task_worktree(&self, wt: &Worktree, task: &str) -> Result<()> {
+        let bad = |message: String| {
+            Err(IsolationError::BadWorktree {
+                path: wt.path.clone(),
+                message,
+            })
+        };
+        if wt.is_detached() {
+            return bad("it is a read-only worktree without a branch; expected a task's".into());
+        }
+        if wt.task != task {
+            return bad(format!(
+                "it belongs to task `{}`; expected `{task}`",
+                wt.task
+            ));
+        }
+        let prefix = format!("{TASK_BRANCH_PREFIX}{}/{task}/", self.session_id());
+        if !wt.branch.starts_with(&prefix) {
+            return bad(format!(
+                "its branch is `{}`; expected one under `{prefix}`",
+                wt.branch
+            ));
+        }
+        Ok(())
+    }
+
+    /// Commit everything changed in the worktree (`git add --all` there);
+    /// the commit carries the trailer `Wavecrew-Task: <session-id>/<task>`.
+    /// Ok(None) when nothing changed. No hooks run and nothing is signed.
+    ///
+    /// The worktree must still have its branch checked out.
+    pub fn commit(&self, wt: &Worktree, task: &str, message: &str) -> Result<Option<String>> {
+        self.check_task_worktree(wt, task)?;
+        let reference = format!("refs/heads/{}", wt.branch);
+        let (line, out) = git(&wt.path)
+            .args(["symbolic-ref", "--quiet", "HEAD"])
+            .output()?;
+        let on = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        match out.status.code() {
+            Some(0) if on == reference => {}
+            Some(0 | 1) => {
+                return Err(IsolationError::BadWorktree {
+                    path: wt.path.clone(),
+                    message: format!(
+                        "it has {} checked out; expected `{reference}`",
+                        if on.is_empty() {
+                            "a detached HEAD"
+                        } else {
+                            &on
+                        }
+                    ),
+                });
+            }
+            _ => return Err(git::failed(line, &out)),
+        }
+        git(&wt.path).args(["add", "--all", "--", "."]).run()?;
+        let tree = git(&wt.path).arg("write-tree").text()?;
+        let head = self.repo.must_resolve(&reference)?;
+        if tree == self.repo.tree_of(&head)? {
+            return Ok(None);
+        }
+        let commit = self
+            .repo
+            .commit_tree(&tree, &[&head], &self.with_trailer(message, task))?;
+        let reason = format!("wavecrew: commit task {task}");
+        if !self.repo.update_ref(&reference, &commit, &head, &reason)? {
+            return Err(IsolationError::Contended {
+                reference,
+                attempts: 1,
+            });
+        }
+        Ok(Some(commit))
+    }
+
+    /// Files the task changed against its base, committed and not
+    /// (tracked changes, deletions, untracked files that are not ignored),
+    /// sorted: exactly this worktree's, never a neighbour's.
+    pub fn changed_files(&self, wt: &Worktree) -> Result<Vec<String>> {
+        let diff = git(&wt.path)
+            .args([
+                "diff",
+                "--name-only",
+                "-z",
+                "--no-renames",
+                "--no-ext-diff",
+                "--end-of-options",
+                &wt.base,
+                "--",
+            ])
+            .run()?;
+        let untracked = git(&wt.path)
+            .args(["ls-files", "--others", "--exclude-standard", "-z"])
+            .run()?;
+        let files: BTreeSet<String> = git::split_nul(&diff)
+            .into_iter()
+            .chain(git::split_nul(&untracked))
+            .collect();
+        Ok(files.into_iter().collect())
+    }
+
+    /// The merge queue: land the worktree's branch on the integration
+    /// branch, one landing at a time (an exclusive lock on
+    /// `state_dir/land.lock`, across threads and processes).
+    ///
+    /// - a commit on the integration branch carries this task's trailer →
+    ///   [`Landing::AlreadyMerged`] (also after a crash right after the
+    ///   ref moved);
+    /// - the branch adds nothing → [`Landing::NothingToLand`];
+    /// - the tip is the branch's base and the branch's last commit carries
+    ///   the trailer → [`Landing::FastForward`] (a branch whose last commit
+    ///   lacks it, an agent's own commit, gets a merge commit instead, so
+    ///   the landing is always recorded);
+    /// - otherwise `git merge-tree --write-tree <tip> <branch>`: clean → a
+    ///   merge commit with both parents and the trailer
+    ///   ([`Landing::Merged`]); conflict → [`Landing::Conflict`] and the
+    ///   integration branch is unchanged.
+    ///
+    /// The branch moves with a compare-and-swap `git update-ref`; a lost
+    /// swap starts again from the new tip. Uncommitted changes in the
+    /// worktree are not landed: call [`Integration::commit`] first.
+    pub fn land(&self, wt: &Worktree, task: &str) -> Result<Landing> {
+        self.check_task_worktree(wt, task)?;
+        let _guard = lock(&self.state_dir.join(LAND_LOCK))?;
+        let integration = self.reference();
+        let task_ref = format!("refs/heads/{}", wt.branch);
+        for _ in 0..MAX_TRIES {
+            let tip = self.tip()?;
+            if let Some(commit) = self.merged_tasks()?.remove(task) {
+                return Ok(Landing::AlreadyMerged { commit });
+            }
+            let head = self.repo.must_resolve(&task_ref)?;
+            if self.repo.is_ancestor(&head, &tip)? {
+                return Ok(Landing::NothingToLand);
+            }
+            let message =
+                self.with_trailer(&format!("wavecrew: land task {task} ({})", wt.branch), task);
+            let (new, landing): (String, fn(String) -> Landing) =
+                if self.repo.is_ancestor(&tip, &head)? {
+                    if self.carries_trailer(&head, task)? {
+                        (head.clone(), |commit| Landing::FastForward { commit })
+                    } else {
+                        let tree = self.repo.tree_of(&head)?;
+                        let merge = self.repo.commit_tree(&tree, &[&tip, &head], &message)?;
+                        (merge, |commit| Landing::Merged { commit })
+                    }
+                } else {
+                    match self.merge_tree(&tip, &head)? {
+                        Ok(tree) => {
+                            let merge = self.repo.commit_tree(&tree, &[&tip, &head], &message)?;
+                            (merge, |commit| Landing::Merged { commit })
+                        }
+                        Err(conflict) => return Ok(conflict),
+                    }
+                };
+            let reason = format!("wavecrew: land task {task}");
+            if self.repo.update_ref(&integration, &new, &tip, &reason)? {
+                return Ok(landing(new));
+            }
+        }
+        Err(IsolationError::Contended {
+            reference: integration,
+            attempts: MAX_TRIES,
+        })
+    }
+
+    /// Whether `commit`'s message carries this task's trailer.
+    fn carries_trailer(&self, commit: &str, task: &str) -> Result<bool> {
+        let format = format!("--format=%(trailers:key={TRAILER},valueonly)");
+        let out = git(self.repo.top())
+            .args(["log", "-1", &format, "--end-of-options", commit, "--"])
+            .text()?;
+        let want = self.trailer_value(task);
+        Ok(out.lines().any(|v| v.trim() == want))
+    }
+
+    /// `git merge-tree --write-tree <tip> <head>`: Ok(Ok(tree)) when clean,
+    /// Ok(Err(Landing::Conflict)) when not.
+    fn merge_tree(&self, tip: &str, head: &str) -> Result<Result<String, Landing>> {
+        let top = self.repo.top();
+        let (line, out) = git(top)
+            .args(["merge-tree", "--write-tree", "--name-only", "-z", tip, head])
+            .output()?;
+        let fields = git::split_nul(&out.stdout);
+        let tree = fields.first().cloned().unwrap_or_default();
+        match out.status.code() {
+            Some(0) if !tree.is_empty() => return Ok(Ok(tree)),
+            Some(1) => {}
+            _ => return Err(git::failed(line, &out)),
+        }
+        let (files, messages) = parse_conflict(&fields);
+        let base = git(top).args(["merge-base", tip, head]).text()?;
+        let base = base.lines().next().unwrap_or_default().to_owned();
+        let mut upstream = Vec::new();
+        if !files.is_empty() {
+            let range = format!("^{base}");
+            let out = git(top)
+                .args(["--literal-pathspecs", "rev-list", tip, &range, "--"])
+                .args(&files)
+                .text()?;
+            upstream = out.lines().map(str::to_owned).collect();
+        }
+        Ok(Err(Landing::Conflict {
+            files,
+            messages,
+            upstream,
+        }))
+    }
+}
+
+/// The conflicted files and the messages of `merge-tree --name-only -z`
+/// output: `<tree> NUL (<file> NUL)* NUL (<n> NUL (<path> NUL){n} <type> NUL <message> NUL)*`.
+fn parse_conflict(fields: &[String]) -> (Vec<String>, String) {
+    let mut files = BTreeSet::new();
+    let mut i = 1;
+    while i < fields.len() && !fields[i].is_empty() {
+        files.insert(fields[i].clone());
+        i += 1;
+    }
+    i += 1;
+    let mut messages = String::new();
+    while i < fields.len() {
+        let Ok(n) = fields[i].parse::<usize>() else {
+            // Not the shape documented: keep the rest as text.
+            messages.push_str(&fields[i..].join("\n"));
+            break;
+        };
+        if let Some(m) = fields.get(i + 2 + n) {
+            messages.push_str(m);
+            if !m.ends_with('\n') {
+                messages.push('\n');
+            }
+        }
+        i += 3 + n;
+    }
+    (files.into_iter().collect(), messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflict_output() {
+        let raw = "bccc\0f\0\x001\0f\0Auto-merging\0Auto-merging f\n\x001\0f\0CONFLICT (contents)\0CONFLICT (content): Merge conflict in f\n\0";
+        let fields = git::split_nul(raw.as_bytes());
+        let (files, messages) = parse_conflict(&fields);
+        assert_eq!(files, ["f"]);
+        assert_eq!(
+            messages,
+            "Auto-merging f\nCONFLICT (content): Merge conflict in f\n"
+        );
+    }
+}

@@ -1,0 +1,81 @@
+//! Isolated parallel tasks: a git worktree per attempt, an integration
+//! branch per session, and a merge queue that lands each task exactly once.
+//!
+//! Parallel agents that share one working tree see each other's half-done
+//! edits. Here each task attempt gets its own worktree on its own branch,
+//! and finished work lands on the session's integration branch, where it
+//! can be validated as merged.
+//!
+//! - [`Repo::open`] finds the user's repository; [`Repo::check_git_version`]
+//!   wants git ≥ 2.38 (`git merge-tree --write-tree`).
+//! - [`Integration::start`] creates (or finds again) the branch
+//!   `wavecrew/<session-id>` from the user's HEAD, or from a snapshot commit
+//!   of a dirty work tree (tracked changes and untracked files, the session
+//!   folder left out), without touching the user's index, branch or files.
+//!   Its state is `state_dir/integration.json`.
+//! - [`Integration::open_worktree`] gives attempt `n` of a task a worktree
+//!   on `wavecrew-tasks/<session-id>/<task>/<n>` from the integration tip,
+//!   inside `<git-common-dir>/wavecrew/worktrees/<session-id>/`;
+//!   [`Integration::detached_worktree`] gives read-only roles one of the tip.
+//! - [`Integration::commit`] commits a worktree's changes with the trailer
+//!   `Wavecrew-Task: <session-id>/<task>`; [`Integration::changed_files`]
+//!   lists exactly that worktree's changes.
+//! - [`Integration::land`] is the merge queue: fast-forward, or `merge-tree`
+//!   plus `commit-tree`, then a compare-and-swap `update-ref`; a conflict is
+//!   reported with the files, git's messages and the upstream commits.
+//!   [`Integration::merged_tasks`] reads what landed from the trailers.
+//! - [`Integration::prune_stale`], [`Integration::remove_worktree`] and
+//!   [`Integration::clean`] tidy up; [`Integration::apply`] fast-forwards
+//!   the user's branch to the result when nothing moved meanwhile.
+//!
+//! Ground rules: every git call is an argv (never a shell) with the
+//! repository-redirecting variables removed; every ref change is a
+//! compare-and-swap `git update-ref <ref> <new> <old>`; every state file is
+//! written atomically; every id that becomes a ref or a path is checked
+//! (`git check-ref-format` rules on top of wavecrew's id rule). Commits use
+//! the repository's `user.name`/`user.email` and, where one is not set,
+//! `wavecrew` / `wavecrew@localhost` ([`FALLBACK_NAME`], [`FALLBACK_EMAIL`]);
+//! they run no hooks and are not signed. Nothing ever checks out a merge, so
+//! no repository is left mid-merge or mid-rebase.
+//!
+//! ```
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::process::Command;
+//! use wavecrew_isolation::{Integration, Landing, Repo};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let git = |args: &[&str]| Command::new("git").arg("-C").arg(dir.path()).args(args).status();
+//! git(&["init", "-q"])?;
+//! std::fs::write(dir.path().join("README"), "hello\n")?;
+//! git(&["add", "README"])?;
+//! git(&["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "first"])?;
+//!
+//! let repo = Repo::open(dir.path())?.expect("a git work tree");
+//! let state = dir.path().join(".workflow/isolation");
+//! let session = Integration::start(&repo, "S-1", &[".workflow"], &state)?;
+//! let wt = session.open_worktree("IMPL-001", 1, &[])?;
+//! std::fs::write(wt.path.join("hello.txt"), "hi\n")?;
+//! assert_eq!(session.changed_files(&wt)?, ["hello.txt"]);
+//! session.commit(&wt, "IMPL-001", "Write hello.txt")?;
+//! assert!(matches!(session.land(&wt, "IMPL-001")?, Landing::FastForward { .. }));
+//! assert!(matches!(session.land(&wt, "IMPL-001")?, Landing::AlreadyMerged { .. }));
+//! assert!(session.merged_tasks()?.contains_key("IMPL-001"));
+//! session.clean()?;
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod git;
+mod ids;
+mod integration;
+mod land;
+mod lock;
+mod repo;
+mod worktree;
+
+pub use error::{IsolationError, Result};
+pub use integration::{Applied, BRANCH_PREFIX, Integration, STATE_FILE, TRAILER};
+pub use land::Landing;
+pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Repo};
+pub use worktree::{TASK_BRANCH_PREFIX, Worktree};

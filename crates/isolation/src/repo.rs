@@ -1,0 +1,202 @@
+//! The user's repository: where its work tree and its git common dir are,
+//! the git version check, and the small git queries the rest of the crate
+//! shares (resolving refs, ancestry, compare-and-swap ref updates, the
+//! commit identity).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use crate::error::{IsolationError, Result};
+use crate::git::{self, git};
+
+/// The name used for commits when the repository has no `user.name`.
+pub const FALLBACK_NAME: &str = "wavecrew";
+/// The e-mail used for commits when the repository has no `user.email`.
+pub const FALLBACK_EMAIL: &str = "wavecrew@localhost";
+
+/// A git repository with a work tree: the user's project.
+#[derive(Debug, Clone)]
+pub struct Repo {
+    top: PathBuf,
+    common_dir: PathBuf,
+    index: PathBuf,
+    identity: OnceLock<Vec<String>>,
+}
+
+impl Repo {
+    /// The repository holding `path`; Ok(None) when it is not in a git work
+    /// tree (no repository, or inside a `.git` folder or a bare repository).
+    pub fn open(path: &Path) -> Result<Option<Repo>> {
+        if !path.is_dir() {
+            return Err(IsolationError::io(
+                "opening",
+                path,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "not a folder"),
+            ));
+        }
+        let probe = git(path).args(["rev-parse", "--is-inside-work-tree"]);
+        let (line, out) = probe.output()?;
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if stderr.contains("not a git repository") {
+                return Ok(None);
+            }
+            return Err(git::failed(line, &out));
+        }
+        if String::from_utf8_lossy(&out.stdout).trim() != "true" {
+            return Ok(None);
+        }
+        let cmd = git(path).args([
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-common-dir",
+            "--git-path",
+            "index",
+        ]);
+        let line = cmd.line();
+        let text = cmd.text()?;
+        let lines: Vec<&str> = text.lines().collect();
+        let [top, common, index] = lines.as_slice() else {
+            return Err(IsolationError::Unexpected {
+                command: line,
+                output: text.clone(),
+                expected: "three absolute paths (top, common dir, index)",
+            });
+        };
+        Ok(Some(Repo {
+            top: PathBuf::from(top),
+            common_dir: PathBuf::from(common),
+            index: PathBuf::from(index),
+            identity: OnceLock::new(),
+        }))
+    }
+
+    /// git ≥ 2.38 (for `merge-tree --write-tree`), else an error naming the
+    /// version found. Checked once per process.
+    pub fn check_git_version() -> Result<(u32, u32, u32)> {
+        git::check_version()
+    }
+
+    /// The top of the user's work tree.
+    pub fn top(&self) -> &Path {
+        &self.top
+    }
+
+    /// The git common dir (`.git` of the main work tree).
+    pub fn common_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// The user's index file (never written by this crate).
+    pub(crate) fn index_file(&self) -> &Path {
+        &self.index
+    }
+
+    /// The commit id `rev` names (peeled to a commit), or None.
+    pub(crate) fn resolve(&self, rev: &str) -> Result<Option<String>> {
+        let spec = format!("{rev}^{{commit}}");
+        let cmd = git(&self.top).args([
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            "--end-of-options",
+            &spec,
+        ]);
+        let (line, out) = cmd.output()?;
+        match out.status.code() {
+            Some(0) => Ok(Some(String::from_utf8_lossy(&out.stdout).trim().to_owned())),
+            Some(1) => Ok(None),
+            _ => Err(git::failed(line, &out)),
+        }
+    }
+
+    /// Like [`Repo::resolve`], but a missing rev is an error.
+    pub(crate) fn must_resolve(&self, rev: &str) -> Result<String> {
+        let spec = format!("{rev}^{{commit}}");
+        git(&self.top)
+            .args(["rev-parse", "--verify", "--end-of-options", &spec])
+            .text()
+    }
+
+    /// The tree of commit `commit`.
+    pub(crate) fn tree_of(&self, commit: &str) -> Result<String> {
+        let spec = format!("{commit}^{{tree}}");
+        git(&self.top)
+            .args(["rev-parse", "--verify", "--end-of-options", &spec])
+            .text()
+    }
+
+    /// Whether `a` is an ancestor of (or equal to) `b`.
+    pub(crate) fn is_ancestor(&self, a: &str, b: &str) -> Result<bool> {
+        git(&self.top)
+            .args(["merge-base", "--is-ancestor", a, b])
+            .test()
+    }
+
+    /// Compare-and-swap `reference` from `old` (empty: must not exist) to
+    /// `new`. Ok(false) when another writer moved the ref first.
+    pub(crate) fn update_ref(
+        &self,
+        reference: &str,
+        new: &str,
+        old: &str,
+        reason: &str,
+    ) -> Result<bool> {
+        let cmd = git(&self.top).args(["update-ref", "-m", reason, reference, new, old]);
+        let (line, out) = cmd.output()?;
+        if out.status.success() {
+            return Ok(true);
+        }
+        // A lost race leaves the ref at a value other than `old`.
+        let now = self.resolve(reference)?;
+        let lost = match now {
+            None => !old.is_empty(),
+            Some(now) => now != old,
+        };
+        if lost {
+            Ok(false)
+        } else {
+            Err(git::failed(line, &out))
+        }
+    }
+
+    /// `-c user.name=… -c user.email=…` for what the repository does not
+    /// configure; empty when both are set.
+    pub(crate) fn identity_args(&self) -> &[String] {
+        self.identity.get_or_init(|| {
+            let mut args = Vec::new();
+            for (key, fallback) in [("user.name", FALLBACK_NAME), ("user.email", FALLBACK_EMAIL)] {
+                let set = git(&self.top)
+                    .args(["config", "--get", key])
+                    .text()
+                    .is_ok_and(|v| !v.is_empty());
+                if !set {
+                    args.push("-c".to_owned());
+                    args.push(format!("{key}={fallback}"));
+                }
+            }
+            args
+        })
+    }
+
+    /// Make a commit of `tree` with `parents` and `message`, without hooks,
+    /// signing or touching any ref; returns its id.
+    pub(crate) fn commit_tree(
+        &self,
+        tree: &str,
+        parents: &[&str],
+        message: &str,
+    ) -> Result<String> {
+        let mut cmd = git(&self.top).args(self.identity_args()).args([
+            "commit-tree",
+            "--no-gpg-sign",
+            "-F",
+            "-",
+        ]);
+        for p in parents {
+            cmd = cmd.args(["-p", p]);
+        }
+        cmd.arg(tree).stdin(message.as_bytes().to_vec()).text()
+    }
+}

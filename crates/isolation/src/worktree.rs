@@ -1,0 +1,465 @@
+//! The worktrees: one per task attempt on its own branch, detached ones for
+//! read-only roles, their removal, and the sweep of leftovers.
+//!
+//! They all live in [`Integration::worktrees_dir`], a folder inside the
+//! git common dir that wavecrew owns: `<task>/<attempt>/` for attempts and
+//! `.detached/<name>/` for read-only worktrees. Nothing outside that folder
+//! is ever removed. Creation and removal hold `state_dir/worktrees.lock`,
+//! and git hooks are off while a worktree is checked out (a project's
+//! `post-checkout` hook is not run in wavecrew's worktrees).
+//!
+//! Each attempt's base (the integration tip it started from) is recorded in
+//! `state_dir/worktrees/<task>/<attempt>.json` before its branch is made,
+//! so a resumed session finds the same base again.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use wavecrew_core::fsutil;
+
+use crate::error::{IsolationError, Result};
+use crate::git::{self, git};
+use crate::ids::{check_id, check_rel_path};
+use crate::integration::Integration;
+use crate::lock::lock;
+use crate::repo::Repo;
+
+/// The prefix of task branches: `wavecrew-tasks/<session-id>/<task>/<attempt>`.
+///
+/// Not under `wavecrew/<session-id>/`: that name is the integration branch,
+/// and git cannot have both a ref and a folder of refs with one name.
+pub const TASK_BRANCH_PREFIX: &str = "wavecrew-tasks/";
+/// The folder of read-only worktrees inside [`Integration::worktrees_dir`].
+const DETACHED_DIR: &str = ".detached";
+/// The lock that serialises worktree creation and removal.
+const WORKTREE_LOCK: &str = "worktrees.lock";
+
+/// A worktree wavecrew made: a task attempt's, or a read-only one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Worktree {
+    /// Its folder, inside [`Integration::worktrees_dir`].
+    pub path: PathBuf,
+    /// Its branch's short name (`wavecrew-tasks/<sid>/<task>/<attempt>`);
+    /// empty for a detached, read-only worktree.
+    pub branch: String,
+    /// The commit it started from (the integration tip at the time).
+    pub base: String,
+    /// The task id; for a read-only worktree, its name.
+    pub task: String,
+}
+
+impl Worktree {
+    /// Whether this is a detached, read-only worktree (no branch).
+    pub fn is_detached(&self) -> bool {
+        self.branch.is_empty()
+    }
+}
+
+/// What `state_dir/worktrees/<task>/<attempt>.json` records.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Record {
+    version: u32,
+    task: String,
+    attempt: u32,
+    branch: String,
+    base: String,
+}
+
+/// One entry of `git worktree list --porcelain`.
+#[derive(Debug)]
+pub(crate) struct Listed {
+    pub(crate) path: PathBuf,
+    pub(crate) head: Option<String>,
+    pub(crate) branch: Option<String>,
+    pub(crate) prunable: bool,
+}
+
+/// Every worktree git knows of.
+pub(crate) fn list_worktrees(repo: &Repo) -> Result<Vec<Listed>> {
+    let out = git(repo.top())
+        .args(["worktree", "list", "--porcelain", "-z"])
+        .run()?;
+    let mut all = Vec::new();
+    let mut current: Option<Listed> = None;
+    for field in git::split_nul(&out) {
+        let (key, value) = field.split_once(' ').unwrap_or((field.as_str(), ""));
+        match key {
+            "worktree" => {
+                all.extend(current.take());
+                current = Some(Listed {
+                    path: PathBuf::from(value),
+                    head: None,
+                    branch: None,
+                    prunable: false,
+                });
+            }
+            "HEAD" => {
+                if let Some(c) = current.as_mut() {
+                    c.head = Some(value.to_owned());
+                }
+            }
+            "branch" => {
+                if let Some(c) = current.as_mut() {
+                    c.branch = Some(value.to_owned());
+                }
+            }
+            "prunable" => {
+                if let Some(c) = current.as_mut() {
+                    c.prunable = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    all.extend(current);
+    Ok(all)
+}
+
+/// `path` with symlinks resolved when it exists, as given otherwise.
+fn canon(path: &Path) -> PathBuf {
+    fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+impl Integration {
+    /// The short name of the branch of attempt `attempt` of `task`.
+    pub fn task_branch(&self, task: &str, attempt: u32) -> String {
+        format!("{TASK_BRANCH_PREFIX}{}/{task}/{attempt}", self.session_id())
+    }
+
+    /// Whether `path` is strictly inside [`Integration::worktrees_dir`].
+    fn owns(&self, path: &Path) -> bool {
+        let dir = canon(&self.worktrees_dir());
+        let path = canon(path);
+        path != dir && path.starts_with(&dir)
+    }
+
+    /// A worktree for attempt `attempt` of `task`, on a new branch
+    /// `wavecrew-tasks/<session-id>/<task>/<attempt>` from the integration
+    /// tip; found again (same base, same branch) if it already exists.
+    ///
+    /// `copy` lists project-relative paths of git-ignored files a build
+    /// needs (e.g. `.env`): each is copied from the user's tree when it is
+    /// present there, missing from the worktree, and ignored by git in the
+    /// worktree (so it can never be committed); otherwise it is skipped.
+    pub fn open_worktree(&self, task: &str, attempt: u32, copy: &[String]) -> Result<Worktree> {
+        check_id("task id", task)?;
+        let copy = copy
+            .iter()
+            .map(|c| check_rel_path("copy", c))
+            .collect::<Result<Vec<_>>>()?;
+        let branch = self.task_branch(task, attempt);
+        let reference = format!("refs/heads/{branch}");
+        let path = self.worktrees_dir().join(task).join(attempt.to_string());
+        let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
+
+        let record_file = self
+            .state_dir
+            .join("worktrees")
+            .join(task)
+            .join(format!("{attempt}.json"));
+        let base = if record_file.exists() {
+            let record: Record = fsutil::read_json(&record_file)?;
+            if record.branch != branch {
+                return Err(IsolationError::Inconsistent {
+                    path: record_file,
+                    message: format!("branch `{}`; expected `{branch}`", record.branch),
+                });
+            }
+            record.base
+        } else {
+            let base = self.tip()?;
+            let record = Record {
+                version: 1,
+                task: task.to_owned(),
+                attempt,
+                branch: branch.clone(),
+                base: base.clone(),
+            };
+            fsutil::write_json_atomic(&record_file, &record)?;
+            base
+        };
+        if self.repo.resolve(&reference)?.is_none()
+            && !self
+                .repo
+                .update_ref(&reference, &base, "", "wavecrew: task branch")?
+        {
+            return Err(IsolationError::Contended {
+                reference,
+                attempts: 1,
+            });
+        }
+
+        let listed = list_worktrees(&self.repo)?;
+        let target = canon(&path);
+        let here = listed.iter().find(|l| canon(&l.path) == target);
+        match here {
+            Some(l) if !l.prunable => {
+                if l.branch.as_deref() != Some(reference.as_str()) {
+                    return Err(IsolationError::BadWorktree {
+                        path,
+                        message: format!(
+                            "it has {} checked out; expected `{reference}`",
+                            l.branch.as_deref().unwrap_or("a detached HEAD")
+                        ),
+                    });
+                }
+            }
+            _ => {
+                let stale = here.is_some()
+                    || listed
+                        .iter()
+                        .any(|l| l.prunable && l.branch.as_deref() == Some(reference.as_str()));
+                if stale {
+                    git(self.repo.top()).args(["worktree", "prune"]).run()?;
+                }
+                self.add_worktree(&path, &[&branch])?;
+            }
+        }
+        for rel in &copy {
+            self.copy_in(&path, rel)?;
+        }
+        Ok(Worktree {
+            path,
+            branch,
+            base,
+            task: task.to_owned(),
+        })
+    }
+
+    /// A detached worktree of the integration tip for read-only roles,
+    /// `.detached/<name>/`; one that exists is reused when it is at the tip
+    /// and made again otherwise.
+    pub fn detached_worktree(&self, name: &str) -> Result<Worktree> {
+        check_id("worktree name", name)?;
+        let path = self.worktrees_dir().join(DETACHED_DIR).join(name);
+        let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
+        let tip = self.tip()?;
+        let target = canon(&path);
+        let listed = list_worktrees(&self.repo)?;
+        if let Some(l) = listed.iter().find(|l| canon(&l.path) == target) {
+            if !l.prunable && l.branch.is_none() && l.head.as_deref() == Some(tip.as_str()) {
+                return Ok(Worktree {
+                    path,
+                    branch: String::new(),
+                    base: tip,
+                    task: name.to_owned(),
+                });
+            }
+            self.remove_path(&path, &listed)?;
+        }
+        self.add_worktree(&path, &["--detach", &tip])?;
+        Ok(Worktree {
+            path,
+            branch: String::new(),
+            base: tip,
+            task: name.to_owned(),
+        })
+    }
+
+    /// `git worktree add <path> <what…>` into a clean folder, hooks off.
+    fn add_worktree(&self, path: &Path, what: &[&str]) -> Result<()> {
+        if fs::symlink_metadata(path).is_ok() {
+            // A leftover folder git does not list: ours, so it goes.
+            remove_any(path)?;
+        }
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).map_err(|e| IsolationError::io("creating", parent, e))?;
+        }
+        git(self.repo.top())
+            .args([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "worktree",
+                "add",
+                "--quiet",
+            ])
+            .args(what.iter().take_while(|w| w.starts_with("--")))
+            .arg(path)
+            .args(what.iter().skip_while(|w| w.starts_with("--")))
+            .run()?;
+        Ok(())
+    }
+
+    /// Copy `rel` from the user's tree into the worktree at `wt` (see
+    /// [`Integration::open_worktree`] for when it is skipped).
+    fn copy_in(&self, wt: &Path, rel: &str) -> Result<()> {
+        let src = self.repo.top().join(rel);
+        let Ok(meta) = fs::metadata(&src) else {
+            return Ok(());
+        };
+        let dst = wt.join(rel);
+        if fs::symlink_metadata(&dst).is_ok() {
+            return Ok(());
+        }
+        let ignored = git(wt)
+            .args(["check-ignore", "--quiet", "--no-index", "--", rel])
+            .test()?;
+        if !ignored {
+            return Ok(());
+        }
+        let parent = dst.parent().unwrap_or(wt);
+        fs::create_dir_all(parent).map_err(|e| IsolationError::io("creating", parent, e))?;
+        // A committed symlink on the way must not lead the copy elsewhere.
+        if !canon(parent).starts_with(canon(wt)) {
+            return Err(IsolationError::BadWorktree {
+                path: wt.to_owned(),
+                message: format!("`{rel}` would be copied outside it (through a symlink)"),
+            });
+        }
+        if meta.is_dir() {
+            copy_dir(&src, &dst)
+        } else {
+            fs::copy(&src, &dst)
+                .map(drop)
+                .map_err(|e| IsolationError::io("copying", &src, e))
+        }
+    }
+
+    /// Remove a worktree (its branch stays as a ref). Refuses a folder
+    /// outside [`Integration::worktrees_dir`].
+    pub fn remove_worktree(&self, wt: &Worktree) -> Result<()> {
+        if !self.owns(&wt.path) {
+            return Err(IsolationError::BadWorktree {
+                path: wt.path.clone(),
+                message: format!(
+                    "it is not under `{}`; expected a worktree of this session",
+                    self.worktrees_dir().display()
+                ),
+            });
+        }
+        let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
+        let listed = list_worktrees(&self.repo)?;
+        self.remove_path(&wt.path, &listed)?;
+        // Empty task folders go too; never worktrees_dir itself.
+        let mut parent = wt.path.parent();
+        while let Some(p) = parent {
+            if !self.owns(p) || fs::remove_dir(p).is_err() {
+                break;
+            }
+            parent = p.parent();
+        }
+        Ok(())
+    }
+
+    /// Remove the worktree at `path` (inside our folder): through git when
+    /// git lists it, then whatever is left of the folder.
+    fn remove_path(&self, path: &Path, listed: &[Listed]) -> Result<()> {
+        let target = canon(path);
+        let known = listed.iter().any(|l| canon(&l.path) == target);
+        if known {
+            let removed = git(self.repo.top())
+                .args(["worktree", "remove", "--force", "--force"])
+                .arg(path)
+                .run();
+            if removed.is_err() {
+                remove_any(path)?;
+                git(self.repo.top()).args(["worktree", "prune"]).run()?;
+            }
+        }
+        if fs::symlink_metadata(path).is_ok() {
+            remove_any(path)?;
+        }
+        Ok(())
+    }
+
+    /// At start: `git worktree prune` (forget worktrees whose folders are
+    /// gone), then remove everything under [`Integration::worktrees_dir`]
+    /// that git does not list as a worktree; nothing outside it.
+    pub fn prune_stale(&self) -> Result<()> {
+        let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
+        git(self.repo.top()).args(["worktree", "prune"]).run()?;
+        let dir = self.worktrees_dir();
+        if !dir.is_dir() {
+            return Ok(());
+        }
+        let dir = canon(&dir);
+        let keep: Vec<PathBuf> = list_worktrees(&self.repo)?
+            .into_iter()
+            .filter(|l| !l.prunable)
+            .map(|l| canon(&l.path))
+            .filter(|p| p.starts_with(&dir))
+            .collect();
+        sweep(&dir, &keep)
+    }
+
+    /// `wavecrew clean`: remove every worktree of the session and the
+    /// session's worktree folder; returns how many worktrees git listed
+    /// there. Task branches stay.
+    pub fn clean(&self) -> Result<usize> {
+        let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
+        let dir = self.worktrees_dir();
+        let listed = list_worktrees(&self.repo)?;
+        let mut count = 0;
+        if dir.is_dir() {
+            let dir_c = canon(&dir);
+            for l in &listed {
+                if !l.prunable && canon(&l.path).starts_with(&dir_c) {
+                    self.remove_path(&l.path, &listed)?;
+                    count += 1;
+                }
+            }
+            remove_any(&dir)?;
+        }
+        git(self.repo.top()).args(["worktree", "prune"]).run()?;
+        Ok(count)
+    }
+}
+
+/// Remove everything under `dir` that is neither a kept worktree nor on the
+/// way to one.
+fn sweep(dir: &Path, keep: &[PathBuf]) -> Result<()> {
+    let entries = fs::read_dir(dir).map_err(|e| IsolationError::io("reading", dir, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| IsolationError::io("reading", dir, e))?;
+        let path = dir.join(entry.file_name());
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if is_dir && keep.iter().any(|k| k == &path) {
+            continue;
+        }
+        if is_dir && keep.iter().any(|k| k.starts_with(&path)) {
+            sweep(&path, keep)?;
+            continue;
+        }
+        remove_any(&path)?;
+    }
+    Ok(())
+}
+
+/// Remove a file, a symlink (not its target) or a folder tree.
+fn remove_any(path: &Path) -> Result<()> {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    let removed = if meta.is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    };
+    removed.map_err(|e| IsolationError::io("removing", path, e))
+}
+
+/// Copy a folder tree; symlinks are copied as symlinks.
+fn copy_dir(src: &Path, dst: &Path) -> Result<()> {
+    fs::create_dir_all(dst).map_err(|e| IsolationError::io("creating", dst, e))?;
+    let entries = fs::read_dir(src).map_err(|e| IsolationError::io("reading", src, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| IsolationError::io("reading", src, e))?;
+        let from = entry.path();
+        let to = dst.join(entry.file_name());
+        let kind = entry
+            .file_type()
+            .map_err(|e| IsolationError::io("reading", &from, e))?;
+        if kind.is_dir() {
+            copy_dir(&from, &to)?;
+        } else if kind.is_symlink() {
+            let target =
+                fs::read_link(&from).map_err(|e| IsolationError::io("reading", &from, e))?;
+            std::os::unix::fs::symlink(&target, &to)
+                .map_err(|e| IsolationError::io("creating", &to, e))?;
+        } else {
+            fs::copy(&from, &to).map_err(|e| IsolationError::io("copying", &from, e))?;
+        }
+    }
+    Ok(())
+}
