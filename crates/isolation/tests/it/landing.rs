@@ -1,0 +1,264 @@
+//! The merge queue: fast-forward, clean three-way merge, conflict,
+//! concurrent landings, and landing again after a crash.
+
+use std::sync::Arc;
+
+use wavecrew_isolation::{Integration, Landing, Repo};
+
+use crate::support::{Project, write};
+
+#[test]
+fn fast_forward_landing() {
+    let p = Project::new();
+    let user_head = p.git(&["rev-parse", "HEAD"]);
+    let s = p.start("S-ff");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&wt.path, "hello.txt", "hi\n");
+    let commit = s
+        .commit(&wt, "IMPL-001", "Write hello.txt")
+        .unwrap()
+        .unwrap();
+    // Nothing more to commit.
+    assert_eq!(s.commit(&wt, "IMPL-001", "again").unwrap(), None);
+
+    let landing = s.land(&wt, "IMPL-001").unwrap();
+    assert_eq!(
+        landing,
+        Landing::FastForward {
+            commit: commit.clone()
+        }
+    );
+    assert_eq!(s.tip().unwrap(), commit);
+    assert_eq!(s.merged_tasks().unwrap().get("IMPL-001"), Some(&commit));
+    let message = p.git(&["log", "-1", "--format=%B", &commit]);
+    assert!(
+        message.starts_with("Write hello.txt\n\nWavecrew-Task: S-ff/IMPL-001"),
+        "{message}"
+    );
+    // The user's branch and files are untouched.
+    assert_eq!(p.git(&["rev-parse", "HEAD"]), user_head);
+    assert!(!p.top.join("hello.txt").exists());
+    p.assert_sound();
+}
+
+#[test]
+fn two_tasks_on_different_files_merge_cleanly() {
+    let p = Project::new();
+    let s = p.start("S-merge");
+    let a = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    let b = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    write(&a.path, "a.txt", "a\n");
+    write(&b.path, "b.txt", "b\n");
+    // Task B also edits a tracked file, far from anything A touches.
+    write(&b.path, "shared.txt", "one\ntwo\nthree\nfour\n");
+    s.commit(&a, "IMPL-001", "a").unwrap().unwrap();
+    let b_commit = s.commit(&b, "IMPL-002", "b").unwrap().unwrap();
+
+    assert!(matches!(
+        s.land(&a, "IMPL-001").unwrap(),
+        Landing::FastForward { .. }
+    ));
+    let a_tip = s.tip().unwrap();
+    let Landing::Merged { commit } = s.land(&b, "IMPL-002").unwrap() else {
+        panic!("expected a merge");
+    };
+    assert_eq!(s.tip().unwrap(), commit);
+    let parents = p.git(&["log", "-1", "--format=%P", &commit]);
+    assert_eq!(parents, format!("{a_tip} {b_commit}"));
+    let files = p.git(&["ls-tree", "-r", "--name-only", &commit]);
+    assert!(
+        files.lines().any(|f| f == "a.txt") && files.lines().any(|f| f == "b.txt"),
+        "{files}"
+    );
+    assert_eq!(
+        p.git(&["show", &format!("{commit}:shared.txt")]),
+        "one\ntwo\nthree\nfour"
+    );
+    let merged = s.merged_tasks().unwrap();
+    assert_eq!(merged.len(), 2);
+    assert_eq!(merged["IMPL-002"], commit);
+    assert_eq!(
+        p.landing_trailers(&s),
+        ["S-merge/IMPL-002", "S-merge/IMPL-001"]
+    );
+    p.assert_sound();
+}
+
+#[test]
+fn conflict_names_files_and_upstream_and_changes_nothing() {
+    let p = Project::new();
+    let status_before = p.git_bytes(&["status", "--porcelain=v1", "-z", "--untracked-files=all"]);
+    let head_before = p.git(&["rev-parse", "HEAD"]);
+    let s = p.start("S-conflict");
+    let a = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    let b = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    write(&a.path, "shared.txt", "one\nTWO by a\nthree\n");
+    write(&b.path, "shared.txt", "one\nTWO by b\nthree\n");
+    let a_commit = s.commit(&a, "IMPL-001", "a").unwrap().unwrap();
+    s.commit(&b, "IMPL-002", "b").unwrap().unwrap();
+    assert!(matches!(
+        s.land(&a, "IMPL-001").unwrap(),
+        Landing::FastForward { .. }
+    ));
+    let tip = s.tip().unwrap();
+
+    let Landing::Conflict {
+        files,
+        messages,
+        upstream,
+    } = s.land(&b, "IMPL-002").unwrap()
+    else {
+        panic!("expected a conflict");
+    };
+    assert_eq!(files, ["shared.txt"]);
+    assert!(
+        messages.contains("CONFLICT (content): Merge conflict in shared.txt"),
+        "{messages}"
+    );
+    assert_eq!(upstream, [a_commit]);
+    // The integration branch did not move, B is not merged.
+    assert_eq!(s.tip().unwrap(), tip);
+    assert!(!s.merged_tasks().unwrap().contains_key("IMPL-002"));
+    // The user's branch, index and files are untouched; B's worktree too.
+    assert_eq!(p.git(&["rev-parse", "HEAD"]), head_before);
+    assert_eq!(p.read("shared.txt"), "one\ntwo\nthree\n");
+    assert_eq!(
+        p.git_bytes(&["status", "--porcelain=v1", "-z", "--untracked-files=all"]),
+        status_before
+    );
+    assert_eq!(
+        std::fs::read_to_string(b.path.join("shared.txt")).unwrap(),
+        "one\nTWO by b\nthree\n"
+    );
+    assert_eq!(
+        crate::support::git_in(&b.path, &["status", "--porcelain"]),
+        ""
+    );
+    p.assert_sound();
+}
+
+#[test]
+fn concurrent_landings_each_land_exactly_once() {
+    const TASKS: usize = 6;
+    let p = Project::new();
+    let s = Arc::new(p.start("S-par"));
+    let handles: Vec<_> = (0..TASKS)
+        .map(|i| {
+            let s = Arc::clone(&s);
+            std::thread::spawn(move || {
+                let task = format!("IMPL-{i:03}");
+                let wt = s.open_worktree(&task, 1, &[]).unwrap();
+                write(&wt.path, &format!("out/{task}.txt"), &format!("{task}\n"));
+                s.commit(&wt, &task, "work").unwrap().unwrap();
+                let first = s.land(&wt, &task).unwrap();
+                assert!(
+                    matches!(first, Landing::FastForward { .. } | Landing::Merged { .. }),
+                    "{task}: {first:?}"
+                );
+                // Landing again (a retry from a confused worker) does nothing.
+                let again = s.land(&wt, &task).unwrap();
+                assert!(
+                    matches!(again, Landing::AlreadyMerged { .. }),
+                    "{task}: {again:?}"
+                );
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().unwrap();
+    }
+    let mut trailers = p.landing_trailers(&s);
+    trailers.sort();
+    let expected: Vec<String> = (0..TASKS).map(|i| format!("S-par/IMPL-{i:03}")).collect();
+    assert_eq!(trailers, expected, "each task lands once");
+    let files = p.git(&["ls-tree", "-r", "--name-only", &s.tip().unwrap(), "out"]);
+    assert_eq!(files.lines().count(), TASKS, "{files}");
+    assert_eq!(s.merged_tasks().unwrap().len(), TASKS);
+    p.assert_sound();
+}
+
+#[test]
+fn landing_again_after_a_crash_is_already_merged() {
+    let p = Project::new();
+    let s = p.start("S-crash");
+    let a = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    let b = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    write(&a.path, "a.txt", "a\n");
+    write(&b.path, "b.txt", "b\n");
+    s.commit(&a, "IMPL-001", "a").unwrap();
+    s.commit(&b, "IMPL-002", "b").unwrap();
+    let Landing::FastForward { commit: a_landed } = s.land(&a, "IMPL-001").unwrap() else {
+        panic!()
+    };
+    let Landing::Merged { commit: b_landed } = s.land(&b, "IMPL-002").unwrap() else {
+        panic!()
+    };
+    let tip = s.tip().unwrap();
+
+    // A new process after a crash right after the update-ref: the state is
+    // found again from disk, and what landed is read from git.
+    let repo = Repo::open(&p.top).unwrap().unwrap();
+    let again = Integration::resume(&repo, &p.state_dir("S-crash"))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        again.land(&a, "IMPL-001").unwrap(),
+        Landing::AlreadyMerged { commit: a_landed }
+    );
+    assert_eq!(
+        again.land(&b, "IMPL-002").unwrap(),
+        Landing::AlreadyMerged { commit: b_landed }
+    );
+    assert_eq!(again.tip().unwrap(), tip);
+    assert_eq!(p.landing_trailers(&s).len(), 2);
+    p.assert_sound();
+}
+
+#[test]
+fn an_agents_own_commit_still_lands_with_the_trailer() {
+    let p = Project::new();
+    let s = p.start("S-own");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&wt.path, "x.txt", "x\n");
+    crate::support::git_in(&wt.path, &["add", "x.txt"]);
+    crate::support::git_in(&wt.path, &["commit", "-q", "-m", "agent's commit"]);
+    assert_eq!(s.commit(&wt, "IMPL-001", "nothing left").unwrap(), None);
+    let Landing::Merged { commit } = s.land(&wt, "IMPL-001").unwrap() else {
+        panic!("a commit without the trailer gets a merge commit that has it")
+    };
+    assert_eq!(s.merged_tasks().unwrap()["IMPL-001"], commit);
+    assert!(matches!(
+        s.land(&wt, "IMPL-001").unwrap(),
+        Landing::AlreadyMerged { .. }
+    ));
+    p.assert_sound();
+}
+
+#[test]
+fn nothing_to_land() {
+    let p = Project::new();
+    let s = p.start("S-empty");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    assert_eq!(s.land(&wt, "IMPL-001").unwrap(), Landing::NothingToLand);
+    assert_eq!(s.tip().unwrap(), s.base());
+    p.assert_sound();
+}
+
+#[test]
+fn the_worktree_must_match_the_task() {
+    let p = Project::new();
+    let s = p.start("S-match");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    let err = s.land(&wt, "IMPL-002").unwrap_err().to_string();
+    assert!(
+        err.contains("belongs to task `IMPL-001`; expected `IMPL-002`"),
+        "{err}"
+    );
+    let ro = s.detached_worktree("review").unwrap();
+    let err = s.commit(&ro, "review", "x").unwrap_err().to_string();
+    assert!(err.contains("read-only worktree"), "{err}");
+    // An agent that switched branches in its worktree is not committed for.
+    crate::support::git_in(&wt.path, &["checkout", "-q", "-b", "elsewhere"]);
+    let err = s.commit(&wt, "IMPL-001", "x").unwrap_err().to_string();
+    assert!(err.contains("refs/heads/elsewhere"), "{err}");
+}

@@ -1,0 +1,9 @@
+//! Integration tests of `wavecrew-isolation` against real git, each in its
+//! own temp dir (created and deleted by the test, nothing else touched).
+
+mod apply;
+mod landing;
+mod start;
+mod support;
+mod validation;
+mod worktrees;

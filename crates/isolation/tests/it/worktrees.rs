@@ -1,0 +1,193 @@
+//! Worktrees: exact changed files, copied ignored files, read-only
+//! worktrees, removal, the sweep of leftovers, and clean.
+
+use std::fs;
+
+use crate::support::{Project, git_in, write};
+
+#[test]
+fn changed_files_are_exactly_the_tasks() {
+    let p = Project::new();
+    p.write("gone.txt", "x\n");
+    p.write("later-gone.txt", "x\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-q", "-m", "more files"]);
+    let s = p.start("S-files");
+    let a = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    let b = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    // A: a committed edit and deletion, then uncommitted ones and a new file.
+    write(&a.path, "README", "edited\n");
+    fs::remove_file(a.path.join("gone.txt")).unwrap();
+    s.commit(&a, "IMPL-001", "first half").unwrap().unwrap();
+    write(&a.path, "new/file.txt", "new\n");
+    fs::remove_file(a.path.join("later-gone.txt")).unwrap();
+    write(&a.path, "ignored/.env", "x\n");
+    // B, the neighbour, edits another file.
+    write(&b.path, "shared.txt", "b's edit\n");
+    write(&b.path, "b-only.txt", "b\n");
+
+    assert_eq!(
+        s.changed_files(&a).unwrap(),
+        ["README", "gone.txt", "later-gone.txt", "new/file.txt"]
+    );
+    assert_eq!(s.changed_files(&b).unwrap(), ["b-only.txt", "shared.txt"]);
+    // An edit undone is no change.
+    write(&b.path, "shared.txt", "one\ntwo\nthree\n");
+    assert_eq!(s.changed_files(&b).unwrap(), ["b-only.txt"]);
+    p.assert_sound();
+}
+
+#[test]
+fn copy_brings_ignored_files_when_present() {
+    let p = Project::new();
+    p.write(".env", "TOKEN=abc\n");
+    let s = p.start("S-copy");
+    let copy = vec![".env".to_owned(), "missing.env".to_owned()];
+    let wt = s.open_worktree("IMPL-001", 1, &copy).unwrap();
+    assert_eq!(
+        fs::read_to_string(wt.path.join(".env")).unwrap(),
+        "TOKEN=abc\n"
+    );
+    assert!(!wt.path.join("missing.env").exists());
+    // Copied files are ignored there: never listed, never committed.
+    assert!(s.changed_files(&wt).unwrap().is_empty());
+    assert_eq!(s.commit(&wt, "IMPL-001", "nothing").unwrap(), None);
+    // A copy already there is left alone on resume.
+    write(&wt.path, ".env", "TOKEN=changed by the agent\n");
+    let again = s.open_worktree("IMPL-001", 1, &copy).unwrap();
+    assert_eq!(
+        fs::read_to_string(again.path.join(".env")).unwrap(),
+        "TOKEN=changed by the agent\n"
+    );
+    // A file git would not ignore is not copied (it could be committed).
+    p.write("notignored.txt", "x\n");
+    let other = s
+        .open_worktree("IMPL-002", 1, &["notignored.txt".to_owned()])
+        .unwrap();
+    assert!(!other.path.join("notignored.txt").exists());
+    p.assert_sound();
+}
+
+#[test]
+fn worktrees_live_in_the_git_dir_on_their_own_branches() {
+    let p = Project::new();
+    let s = p.start("S-where");
+    let wt = s.open_worktree("IMPL-001", 2, &[]).unwrap();
+    assert_eq!(wt.path, s.worktrees_dir().join("IMPL-001/2"));
+    assert_eq!(
+        s.worktrees_dir(),
+        p.top.join(".git/wavecrew/worktrees/S-where")
+    );
+    assert_eq!(wt.branch, "wavecrew-tasks/S-where/IMPL-001/2");
+    assert_eq!(wt.base, s.tip().unwrap());
+    assert_eq!(
+        git_in(&wt.path, &["symbolic-ref", "HEAD"]),
+        "refs/heads/wavecrew-tasks/S-where/IMPL-001/2"
+    );
+    // The user's status does not see it.
+    assert_eq!(
+        p.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    p.assert_sound();
+}
+
+#[test]
+fn detached_worktrees_follow_the_tip() {
+    let p = Project::new();
+    let s = p.start("S-ro");
+    let ro = s.detached_worktree("review").unwrap();
+    assert!(ro.is_detached());
+    assert_eq!(git_in(&ro.path, &["rev-parse", "HEAD"]), s.tip().unwrap());
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&wt.path, "a.txt", "a\n");
+    s.commit(&wt, "IMPL-001", "a").unwrap();
+    s.land(&wt, "IMPL-001").unwrap();
+    let ro2 = s.detached_worktree("review").unwrap();
+    assert_eq!(ro2.path, ro.path);
+    assert_eq!(git_in(&ro2.path, &["rev-parse", "HEAD"]), s.tip().unwrap());
+    assert!(ro2.path.join("a.txt").exists());
+    p.assert_sound();
+}
+
+#[test]
+fn remove_keeps_the_branch() {
+    let p = Project::new();
+    let s = p.start("S-rm");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&wt.path, "a.txt", "a\n");
+    let commit = s.commit(&wt, "IMPL-001", "a").unwrap().unwrap();
+    write(&wt.path, "dirty.txt", "uncommitted\n");
+    s.remove_worktree(&wt).unwrap();
+    assert!(!wt.path.exists());
+    assert!(
+        !wt.path.parent().unwrap().exists(),
+        "the empty task folder goes too"
+    );
+    assert!(s.worktrees_dir().exists());
+    assert_eq!(p.git(&["rev-parse", &wt.branch]), commit);
+    assert!(!p.git(&["worktree", "list"]).contains("IMPL-001"));
+    // Opening the attempt again resumes its branch.
+    let again = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    assert!(again.path.join("a.txt").exists());
+    // A folder that is not ours is refused.
+    let mut foreign = again.clone();
+    foreign.path = p.top.clone();
+    assert!(s.remove_worktree(&foreign).is_err());
+    assert!(p.top.join("README").exists());
+    p.assert_sound();
+}
+
+#[test]
+fn prune_stale_removes_leftovers_under_its_folder_only() {
+    let p = Project::new();
+    let s = p.start("S-prune");
+    let keep = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    let gone = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    // A worktree whose folder vanished, and leftovers git does not list.
+    fs::remove_dir_all(&gone.path).unwrap();
+    let dir = s.worktrees_dir();
+    write(&dir, "IMPL-003/1/half-made.txt", "x\n");
+    write(&dir, "IMPL-001/9/x.txt", "x\n");
+    write(&dir, "stray.txt", "x\n");
+    // Things outside the session's folder stay.
+    let other_session = dir.parent().unwrap().join("S-other/IMPL-001/1");
+    write(&other_session, "x.txt", "x\n");
+    p.write("user.txt", "mine\n");
+
+    s.prune_stale().unwrap();
+    assert!(keep.path.join("README").exists());
+    assert!(!dir.join("IMPL-003").exists());
+    assert!(!dir.join("IMPL-001/9").exists());
+    assert!(!dir.join("stray.txt").exists());
+    assert!(!p.git(&["worktree", "list"]).contains("IMPL-002"));
+    assert!(other_session.join("x.txt").exists());
+    assert_eq!(p.read("user.txt"), "mine\n");
+    // The forgotten attempt can be opened again.
+    let back = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    assert!(back.path.join("README").exists());
+    p.assert_sound();
+}
+
+#[test]
+fn clean_removes_every_worktree_of_the_session() {
+    let p = Project::new();
+    let s = p.start("S-clean-up");
+    let other = p.start("S-neighbour");
+    let a = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    s.detached_worktree("review").unwrap();
+    let theirs = other.open_worktree("IMPL-001", 1, &[]).unwrap();
+    assert_eq!(s.clean().unwrap(), 3);
+    assert!(!s.worktrees_dir().exists());
+    let list = p.git(&["worktree", "list", "--porcelain"]);
+    assert!(!list.contains("S-clean-up"), "{list}");
+    assert!(
+        theirs.path.join("README").exists(),
+        "another session's worktree stays"
+    );
+    // Branches stay.
+    p.git(&["rev-parse", "--verify", &a.branch]);
+    assert_eq!(s.clean().unwrap(), 0);
+    p.assert_sound();
+}
