@@ -190,9 +190,12 @@ impl Integration {
     }
 
     fn create_branch(&self, reason: &str) -> Result<()> {
-        if self
+        let made = self
             .repo
-            .update_ref(&self.reference(), &self.state.base, "", reason)?
+            .update_ref(&self.reference(), &self.state.base, "", reason)?;
+        // Another resume of the same session may have made it first.
+        if made
+            || self.repo.resolve(&self.reference())?.as_deref() == Some(self.state.base.as_str())
         {
             Ok(())
         } else {
@@ -314,6 +317,10 @@ impl Integration {
     /// the tip (`git merge --ff-only`). Otherwise refuse with
     /// [`IsolationError::Refused`], naming the command the user can run
     /// (`git merge wavecrew/<session-id>`).
+    ///
+    /// A session that started from a snapshot is refused while the changes
+    /// it snapshotted are still in the work tree (they are on the branch
+    /// already, as its first commit); the reason says so.
     pub fn apply(&self) -> Result<Applied> {
         let command = format!("git merge {}", self.state.branch);
         let refuse = |reason: String| {
@@ -357,8 +364,14 @@ impl Integration {
         let changed = git::split_nul(&status.run()?);
         if !changed.is_empty() {
             let shown: Vec<&str> = changed.iter().take(5).map(String::as_str).collect();
+            let snapshot = if self.state.snapshot {
+                "; the session's branch already holds the changes the session \
+                 started with (its first commit is a snapshot of them)"
+            } else {
+                ""
+            };
             return refuse(format!(
-                "the work tree has local changes ({}{})",
+                "the work tree has local changes ({}{}){snapshot}",
                 shown.join(", "),
                 if changed.len() > 5 { ", …" } else { "" }
             ));

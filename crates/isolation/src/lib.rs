@@ -28,6 +28,17 @@
 //!   [`Integration::clean`] tidy up; [`Integration::apply`] fast-forwards
 //!   the user's branch to the result when nothing moved meanwhile.
 //!
+//! On disk:
+//!
+//! | what | where |
+//! | --- | --- |
+//! | integration branch | `refs/heads/wavecrew/<session-id>` |
+//! | task branches | `refs/heads/wavecrew-tasks/<session-id>/<task>/<attempt>` (not under `wavecrew/<session-id>/`: git cannot have a ref and a folder of refs of one name) |
+//! | worktrees | `<git-common-dir>/wavecrew/worktrees/<session-id>/<task>/<attempt>/` and `…/.detached/<name>/` |
+//! | state | `state_dir/integration.json`, `state_dir/worktrees/<task>/<attempt>.json` (each attempt's base) |
+//! | locks | `state_dir/land.lock` (start and the merge queue), `state_dir/worktrees.lock` |
+//! | what landed | the `Wavecrew-Task: <session-id>/<task>` trailers on the integration branch |
+//!
 //! Ground rules: every git call is an argv (never a shell) with the
 //! repository-redirecting variables removed; every ref change is a
 //! compare-and-swap `git update-ref <ref> <new> <old>`; every state file is

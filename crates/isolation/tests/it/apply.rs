@@ -72,3 +72,21 @@ fn apply_refuses_a_dirty_tree_or_another_branch() {
     s.apply().unwrap();
     p.assert_sound();
 }
+
+#[test]
+fn apply_after_a_snapshot_start_says_the_changes_are_on_the_branch() {
+    let p = Project::new();
+    p.write("README", "uncommitted edit\n");
+    let s = p.start("S-snap-apply");
+    assert!(s.snapshot());
+    land_one(&s, "IMPL-001", "done.txt");
+    let err = s.apply().unwrap_err();
+    let IsolationError::Refused { reason, command } = &err else {
+        panic!("{err}");
+    };
+    assert!(reason.contains("M README"), "{reason}");
+    assert!(reason.contains("snapshot"), "{reason}");
+    assert_eq!(command, "git merge wavecrew/S-snap-apply");
+    assert_eq!(p.read("README"), "uncommitted edit\n");
+    p.assert_sound();
+}

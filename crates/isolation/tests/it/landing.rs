@@ -262,3 +262,52 @@ fn the_worktree_must_match_the_task() {
     let err = s.commit(&wt, "IMPL-001", "x").unwrap_err().to_string();
     assert!(err.contains("refs/heads/elsewhere"), "{err}");
 }
+
+/// Commits need an identity even where git has none configured: the test
+/// runs itself again in a child process whose git sees no global or system
+/// config (the environment cannot be changed safely inside this process).
+#[test]
+fn commits_without_an_identity_use_wavecrew() {
+    const CHILD: &str = "WAVECREW_ISOLATION_IDENTITY_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let home = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "landing::commits_without_an_identity_use_wavecrew",
+                "--nocapture",
+            ])
+            .env(CHILD, "1")
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", home.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("EMAIL")
+            .env_remove("GIT_AUTHOR_NAME")
+            .env_remove("GIT_AUTHOR_EMAIL")
+            .env_remove("GIT_COMMITTER_NAME")
+            .env_remove("GIT_COMMITTER_EMAIL")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.contains("1 passed"), "the child ran the test: {text}");
+        return;
+    }
+    let p = Project::new();
+    p.git(&["config", "--unset", "user.name"]);
+    p.git(&["config", "--unset", "user.email"]);
+    let s = p.start("S-who");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&wt.path, "a.txt", "a\n");
+    let commit = s.commit(&wt, "IMPL-001", "a").unwrap().unwrap();
+    assert_eq!(
+        p.git(&["log", "-1", "--format=%an <%ae> / %cn <%ce>", &commit]),
+        "wavecrew <wavecrew@localhost> / wavecrew <wavecrew@localhost>"
+    );
+    p.assert_sound();
+}
