@@ -162,7 +162,7 @@ impl Integration {
     ///
     /// - a commit on the integration branch carries this task's trailer →
     ///   [`Landing::AlreadyMerged`] (also after a crash right after the
-    ///   ref moved);
+    ///   ref moved). A task lands once per session, whichever attempt;
     /// - the branch adds nothing → [`Landing::NothingToLand`];
     /// - the tip is the branch's base and the branch's last commit carries
     ///   the trailer → [`Landing::FastForward`] (a branch whose last commit
