@@ -81,6 +81,8 @@ pub enum Command {
     Plan(commands::plan::PlanCommand),
     /// Print the prompt the next attempt of a task would get, without running anything.
     Prompt(commands::prompt::PromptArgs),
+    /// Remove every worktree of a session (their branches stay).
+    Clean(commands::integration::CleanArgs),
     /// A session's progress: tasks by state, waves, running attempts, critical path, last records.
     Status(commands::report::StatusArgs),
     /// Write every report of a session again (reports/), from its bus and task store.
@@ -135,6 +137,11 @@ pub struct RunArgs {
     /// the report stay on stderr.
     #[arg(long)]
     pub json: bool,
+    /// After a run whose tasks all completed, fast-forward your branch and work tree to the
+    /// session's integration branch (`wavecrew/<session-id>`) when they have not moved since
+    /// the start; otherwise refuse and name the command to run.
+    #[arg(long)]
+    pub apply: bool,
 }
 
 /// `wavecrew run`: a task file becomes its session first; then the
@@ -160,6 +167,11 @@ fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit, CliError> {
         }),
         config,
     );
+    // Where the work of an isolated run is; `--apply` takes it.
+    let result = match result {
+        Ok(Exit::Success) => commands::integration::after_run(&session, a.apply),
+        other => other,
+    };
     commands::tasks::after_run(&session, result, a.json)
 }
 
@@ -206,6 +218,7 @@ pub fn wavecrew_main() -> ExitCode {
         }
         Command::Demo(a) => commands::demo::run(&a),
         Command::Prompt(a) => commands::prompt::run(&a, cli.config.as_deref()),
+        Command::Clean(a) => commands::integration::clean(&a),
         Command::Status(a) => commands::report::status(&a),
         Command::Report(a) => commands::report::report(&a),
         Command::Config(c) => commands::config::run(&c, cli.config.as_deref()),

@@ -7,6 +7,7 @@ mod docs;
 mod engine;
 mod executor;
 mod install;
+mod isolation;
 mod msg;
 mod plan;
 mod planex;

@@ -231,7 +231,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
     }
     let code = crate::team::run_command(
         TeamCommand::Run(TeamArgs {
-            session: Some(session),
+            session: Some(session.clone()),
             max_parallel: args.max_parallel,
             on_failure: wavecrew_role_team::FailurePolicy::Continue,
             crash_retries: 2,
@@ -240,6 +240,12 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         }),
         None,
     )?;
+    // The demo's tasks ran in worktrees; its folder is the demo's own, so
+    // their work is applied to it (as `wavecrew run --apply` does).
+    let code = match code {
+        Exit::Success => super::integration::after_run(&session, true)?,
+        other => other,
+    };
     if code == Exit::Success {
         output::line(&format!(
             "demo: every task completed; `cargo test` passes in {}",

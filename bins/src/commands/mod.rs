@@ -5,6 +5,7 @@ pub mod check;
 pub mod config;
 pub mod demo;
 pub mod init;
+pub mod integration;
 pub mod msg;
 pub mod plan;
 pub mod prompt;

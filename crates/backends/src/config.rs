@@ -337,6 +337,30 @@ pub struct RedactConfig {
     pub env: Vec<String>,
 }
 
+/// `[isolation] mode`: where a writing task's agent works.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IsolationMode {
+    /// A git worktree per task attempt, on its own branch from the
+    /// session's integration branch; the work lands through the merge
+    /// queue (a folder that is not a git work tree runs in place).
+    #[default]
+    Worktree,
+    /// In the project folder itself, as before isolation.
+    InPlace,
+}
+
+/// `[isolation]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IsolationConfig {
+    /// `worktree` (default) or `in-place`.
+    pub mode: IsolationMode,
+    /// Git-ignored files a build needs (`.env`), copied from the project
+    /// into each worktree when present.
+    pub copy: Vec<String>,
+}
+
 /// `[budget]`: spend limits, counted live from the agents' usage events.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -407,6 +431,8 @@ pub struct Config {
     pub budget: BudgetConfig,
     /// `[prices."<model>"]`.
     pub prices: BTreeMap<String, Price>,
+    /// `[isolation]`.
+    pub isolation: IsolationConfig,
     /// Where the file was read from (not a key).
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -486,6 +512,19 @@ impl Config {
                 "limits.max_parallel".into(),
                 "expected at least 1".into(),
             ));
+        }
+        for (i, path) in self.isolation.copy.iter().enumerate() {
+            let p = Path::new(path);
+            if path.is_empty()
+                || p.is_absolute()
+                || p.components()
+                    .any(|c| !matches!(c, std::path::Component::Normal(_)))
+            {
+                return Err(invalid(
+                    format!("isolation.copy[{i}]"),
+                    format!("expected a path inside the project, got {path:?}"),
+                ));
+            }
         }
         // A budget too small for any task would cut everything and help
         // no one: at least 1,000 characters.

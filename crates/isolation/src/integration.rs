@@ -63,8 +63,28 @@ pub struct Applied {
     pub branch: String,
     /// Where it was.
     pub from: String,
-    /// Where it is now (the integration tip).
+    /// Where it is now (the integration tip; unchanged when `uncommitted`).
     pub to: String,
+    /// The session started from uncommitted changes, so its work was
+    /// written to the work tree as uncommitted changes, on top of them.
+    pub uncommitted: bool,
+}
+
+/// The folder of session `session`'s worktrees in `repo` (see
+/// [`Integration::worktrees_dir`]).
+pub fn worktrees_dir(repo: &Repo, session: &str) -> PathBuf {
+    repo.common_dir()
+        .join("wavecrew")
+        .join("worktrees")
+        .join(session)
+}
+
+/// Where attempt `attempt` of `task` of session `session` works, whether or
+/// not its worktree exists yet (what `wavecrew prompt` shows).
+pub fn worktree_path(repo: &Repo, session: &str, task: &str, attempt: u32) -> PathBuf {
+    worktrees_dir(repo, session)
+        .join(task)
+        .join(attempt.to_string())
 }
 
 impl Integration {
@@ -260,11 +280,7 @@ impl Integration {
     /// the git common dir, `<common-dir>/wavecrew/worktrees/<session-id>/`,
     /// so never committed and never in the user's tree.
     pub fn worktrees_dir(&self) -> PathBuf {
-        self.repo
-            .common_dir()
-            .join("wavecrew")
-            .join("worktrees")
-            .join(&self.state.session)
+        worktrees_dir(&self.repo, &self.state.session)
     }
 
     /// The trailer value for `task`: `<session-id>/<task>`.
@@ -318,9 +334,11 @@ impl Integration {
     /// [`IsolationError::Refused`], naming the command the user can run
     /// (`git merge wavecrew/<session-id>`).
     ///
-    /// A session that started from a snapshot is refused while the changes
-    /// it snapshotted are still in the work tree (they are on the branch
-    /// already, as its first commit); the reason says so.
+    /// A session that started from a snapshot of uncommitted changes cannot
+    /// move the branch without committing them: while the work tree is still
+    /// exactly that snapshot, the session's work is written onto it as
+    /// uncommitted changes ([`Applied::uncommitted`]); once they changed, it
+    /// is refused.
     pub fn apply(&self) -> Result<Applied> {
         let command = format!("git merge {}", self.state.branch);
         let refuse = |reason: String| {
@@ -362,6 +380,16 @@ impl Integration {
             status = status.arg(format!(":(exclude,literal){x}"));
         }
         let changed = git::split_nul(&status.run()?);
+        // Started from uncommitted changes that are still exactly as they
+        // were: the session's work goes onto the work tree as uncommitted
+        // changes too (the branch cannot move without committing yours).
+        if !changed.is_empty()
+            && self.state.snapshot
+            && snapshot_tree(&self.repo, &head, &self.state.exclude)?
+                == self.repo.tree_of(&self.state.base)?
+        {
+            return self.apply_to_work_tree(branch, head);
+        }
         if !changed.is_empty() {
             let shown: Vec<&str> = changed.iter().take(5).map(String::as_str).collect();
             let snapshot = if self.state.snapshot {
@@ -387,6 +415,42 @@ impl Integration {
             branch,
             from: head,
             to: tip,
+            uncommitted: false,
+        })
+    }
+}
+
+impl Integration {
+    /// Write the session's work (base to tip) into the user's work tree as
+    /// uncommitted changes; the branch and the index stay where they are.
+    fn apply_to_work_tree(&self, branch: String, head: String) -> Result<Applied> {
+        let tip = self.tip()?;
+        let top = self.repo.top();
+        let scratch = self.repo.common_dir().join("wavecrew").join("tmp");
+        fs::create_dir_all(&scratch).map_err(|e| IsolationError::io("creating", &scratch, e))?;
+        let patch = tempfile::Builder::new()
+            .prefix("apply-")
+            .suffix(".patch")
+            .tempfile_in(&scratch)
+            .map_err(|e| IsolationError::io("creating a temp file in", &scratch, e))?;
+        let diff = git(top)
+            .args(["diff", "--binary", "--no-color", "--no-ext-diff"])
+            .arg(&self.state.base)
+            .arg(&tip)
+            .run()?;
+        fs::write(patch.path(), &diff)
+            .map_err(|e| IsolationError::io("writing", patch.path(), e))?;
+        if !diff.is_empty() {
+            git(top)
+                .args(["apply", "--whitespace=nowarn", "--"])
+                .arg(patch.path())
+                .run()?;
+        }
+        Ok(Applied {
+            branch,
+            from: head.clone(),
+            to: head,
+            uncommitted: true,
         })
     }
 }
@@ -412,6 +476,22 @@ fn short(id: &str) -> &str {
 /// files that are not ignored, `exclude` left as in HEAD) with `head` as
 /// parent; None when that is HEAD's tree. Built in a temporary index.
 fn snapshot(repo: &Repo, head: &str, exclude: &[String], session: &str) -> Result<Option<String>> {
+    let tree = snapshot_tree(repo, head, exclude)?;
+    if tree == repo.tree_of(head)? {
+        return Ok(None);
+    }
+    let message = format!(
+        "wavecrew: snapshot of the work tree at the start of session {session}\n\n\
+         The tracked changes and untracked files that were not committed when\n\
+         the session started; the session's work builds on them.\n"
+    );
+    repo.commit_tree(&tree, &[head], &message).map(Some)
+}
+
+/// The tree of the work tree as it is (tracked changes and untracked
+/// files, `exclude` left out), built in a temporary index: the user's
+/// index is never touched.
+fn snapshot_tree(repo: &Repo, head: &str, exclude: &[String]) -> Result<String> {
     let scratch = repo.common_dir().join("wavecrew").join("tmp");
     fs::create_dir_all(&scratch).map_err(|e| IsolationError::io("creating", &scratch, e))?;
     let tmp = tempfile::Builder::new()
@@ -447,14 +527,5 @@ fn snapshot(repo: &Repo, head: &str, exclude: &[String], session: &str) -> Resul
     for x in &reset {
         with_index(&["reset", "--quiet", head, "--", x]).run()?;
     }
-    let tree = with_index(&["write-tree"]).text()?;
-    if tree == repo.tree_of(head)? {
-        return Ok(None);
-    }
-    let message = format!(
-        "wavecrew: snapshot of the work tree at the start of session {session}\n\n\
-         The tracked changes and untracked files that were not committed when\n\
-         the session started; the session's work builds on them.\n"
-    );
-    repo.commit_tree(&tree, &[head], &message).map(Some)
+    with_index(&["write-tree"]).text()
 }

@@ -86,7 +86,9 @@ mod repo;
 mod worktree;
 
 pub use error::{IsolationError, Result};
-pub use integration::{Applied, BRANCH_PREFIX, Integration, STATE_FILE, TRAILER};
+pub use integration::{
+    Applied, BRANCH_PREFIX, Integration, STATE_FILE, TRAILER, worktree_path, worktrees_dir,
+};
 pub use land::Landing;
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Repo};
 pub use worktree::{TASK_BRANCH_PREFIX, Worktree};

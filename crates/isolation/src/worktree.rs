@@ -150,7 +150,7 @@ impl Integration {
             .collect::<Result<Vec<_>>>()?;
         let branch = self.task_branch(task, attempt);
         let reference = format!("refs/heads/{branch}");
-        let path = self.worktrees_dir().join(task).join(attempt.to_string());
+        let path = crate::integration::worktree_path(&self.repo, self.session_id(), task, attempt);
         let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
 
         let record_file = self

@@ -74,19 +74,38 @@ fn apply_refuses_a_dirty_tree_or_another_branch() {
 }
 
 #[test]
-fn apply_after_a_snapshot_start_says_the_changes_are_on_the_branch() {
+fn apply_after_a_snapshot_start_writes_the_work_onto_the_unchanged_tree() {
     let p = Project::new();
     p.write("README", "uncommitted edit\n");
     let s = p.start("S-snap-apply");
     assert!(s.snapshot());
     land_one(&s, "IMPL-001", "done.txt");
+    let head = p.git(&["rev-parse", "HEAD"]);
+    let applied = s.apply().unwrap();
+    assert!(applied.uncommitted);
+    assert_eq!(applied.from, applied.to);
+    // The branch did not move; the work is in the tree, uncommitted, on top
+    // of the user's own uncommitted edit.
+    assert_eq!(p.git(&["rev-parse", "HEAD"]), head);
+    assert_eq!(p.read("README"), "uncommitted edit\n");
+    assert!(p.top.join("done.txt").is_file());
+    p.assert_sound();
+}
+
+#[test]
+fn apply_after_a_snapshot_start_refuses_when_the_uncommitted_changes_moved() {
+    let p = Project::new();
+    p.write("README", "uncommitted edit\n");
+    let s = p.start("S-snap-moved");
+    land_one(&s, "IMPL-001", "done.txt");
+    p.write("README", "edited again meanwhile\n");
     let err = s.apply().unwrap_err();
     let IsolationError::Refused { reason, command } = &err else {
         panic!("{err}");
     };
     assert!(reason.contains("M README"), "{reason}");
-    assert!(reason.contains("snapshot"), "{reason}");
-    assert_eq!(command, "git merge wavecrew/S-snap-apply");
-    assert_eq!(p.read("README"), "uncommitted edit\n");
+    assert_eq!(command, "git merge wavecrew/S-snap-moved");
+    assert_eq!(p.read("README"), "edited again meanwhile\n");
+    assert!(!p.top.join("done.txt").exists());
     p.assert_sound();
 }

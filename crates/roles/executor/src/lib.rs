@@ -104,8 +104,8 @@ impl Executor {
 
     /// Where the agent works: the task's `working_dir` inside the project,
     /// else the project root.
-    fn work_dir(&self, task: &Task) -> PathBuf {
-        let root = &self.ctx.project_root;
+    fn work_dir(&self, task: &Task, root: &std::path::Path) -> PathBuf {
+        let root = &root.to_path_buf();
         task.working_dir()
             .map(|d| root.join(d))
             .filter(|d| {
@@ -131,6 +131,8 @@ pub struct ExecWork {
     pub review: (bool, String),
     /// Where the agent works.
     pub cwd: PathBuf,
+    /// The task's workspace: its own worktree, or the project folder.
+    pub workspace: wavecrew_role_kit::Workspace,
     /// The attempts (after phase 3).
     pub run: Option<TaskRun>,
 }
@@ -158,6 +160,16 @@ fn plan_context(plan: Option<&Plan>, task: &Task) -> String {
     parts.join("\n\n")
 }
 
+/// The subject of a task's commit: its title, led by its id.
+fn commit_message(task: &Task) -> String {
+    let (id, title) = (task.id.as_str(), task.title());
+    if title.starts_with(id) {
+        title.to_owned()
+    } else {
+        format!("{id}: {title}")
+    }
+}
+
 fn now() -> String {
     jiff::Timestamp::now().to_string()
 }
@@ -165,7 +177,7 @@ fn now() -> String {
 impl Executor {
     /// What the `execution` template of `task` is rendered with, but the
     /// attempt's number and the previous error.
-    fn prompt_values(&self, task: &Task, work: &ExecWork) -> Value {
+    fn prompt_values(&self, task: &Task, plan: Option<&Plan>, cwd: &std::path::Path) -> Value {
         let criteria: Vec<String> = task
             .acceptance_criteria()
             .into_iter()
@@ -176,8 +188,8 @@ impl Executor {
                 "id": task.id.as_str(), "title": task.title(), "description": task.description,
                 "acceptance_criteria": criteria, "files": task.files(),
             },
-            "cwd": work.cwd.display().to_string(),
-            "plan_context": plan_context(work.plan.as_ref(), task),
+            "cwd": cwd.display().to_string(),
+            "plan_context": plan_context(plan, task),
             "wisdom": wavecrew_core::wisdom::read_wisdom(&self.ctx.session_dir),
             "previous_error": null,
             "attempt": 1,
@@ -189,8 +201,22 @@ impl Executor {
 #[async_trait::async_trait]
 impl wavecrew_role_kit::PromptPreview for Executor {
     async fn preview(&self, task: &Task) -> Result<wavecrew_role_kit::Preview, PhaseError> {
-        let work = self.prepare(task).await?;
-        let mut values = self.prompt_values(task, &work);
+        // As `prepare` decides, but creating nothing: the next claim's
+        // workspace is only named.
+        let plan_path = self.plan_path(task);
+        let plan = match &plan_path {
+            Some(p) => Some(Plan::parse(&std::fs::read_to_string(p).map_err(|e| {
+                PhaseError(format!("cannot read the plan {}: {e}", p.display()))
+            })?)),
+            None => None,
+        };
+        let decision = self.ctx.decide(
+            task,
+            plan.as_ref().and_then(|p| p.execution_backend.as_deref()),
+        );
+        let claim = task.attempts + 1;
+        let cwd = self.work_dir(task, &self.ctx.workspace_dir(task, claim)?);
+        let mut values = self.prompt_values(task, plan.as_ref(), &cwd);
         let dir = wavecrew_backends::attempts::task_attempts_dir(&self.ctx.session_dir, &task.id);
         let next = wavecrew_backends::attempts::existing_attempts(&dir)
             .last()
@@ -200,7 +226,7 @@ impl wavecrew_role_kit::PromptPreview for Executor {
         values["attempt"] = json!(next);
         Ok(wavecrew_role_kit::Preview {
             marked: self.ctx.render("execution", &values)?,
-            backend: work.decision.backend,
+            backend: decision.backend,
             attempts_id: task.id.clone(),
         })
     }
@@ -238,8 +264,10 @@ impl Role for Executor {
             plan.as_ref().and_then(|p| p.execution_backend.as_deref()),
         );
         let review = resolve_code_review(task, plan.as_ref());
+        let workspace = self.ctx.workspace(task, task.attempts)?;
         Ok(ExecWork {
-            cwd: self.work_dir(task),
+            cwd: self.work_dir(task, workspace.dir()),
+            workspace,
             plan,
             plan_path,
             decision,
@@ -250,7 +278,7 @@ impl Role for Executor {
 
     async fn execute(&self, task: &Task, work: &mut ExecWork) -> Result<(), PhaseError> {
         let ctx = &self.ctx;
-        let fixed = self.prompt_values(task, work);
+        let fixed = self.prompt_values(task, work.plan.as_ref(), &work.cwd);
         let max_attempts = ctx.max_attempts();
         // A syntax failure after a successful attempt goes back to the
         // agent with the compiler's words, within the same retry budget.
@@ -331,7 +359,12 @@ impl Role for Executor {
 
     async fn validate(&self, task: &Task, work: &ExecWork) -> Report {
         let run = work.run.as_ref();
-        let files: Vec<String> = run.map(TaskRun::files_changed).unwrap_or_default();
+        // In a worktree, exactly the task's branch against its base.
+        let files: Vec<String> = match work.workspace.changed_files() {
+            Ok(Some(files)) => files,
+            Ok(None) => run.map(TaskRun::files_changed).unwrap_or_default(),
+            Err(e) => return self.failure_report(task, &e),
+        };
         let syntax = check_syntax(
             &work.cwd,
             &SyntaxOptions {
@@ -414,6 +447,45 @@ impl Role for Executor {
             );
         }
         let used_backend = backend_used(run, &work.decision.backend);
+        // The merge queue: only validated work lands; a dependency counts
+        // as done once its work is on the integration branch.
+        let landed = if failed {
+            None
+        } else {
+            match work.workspace.land(task, &commit_message(task)) {
+                Ok(l) => Some(l),
+                Err(e) => return self.failure_report(task, &e),
+            }
+        };
+        if let Some(wavecrew_role_kit::Landed::Conflict {
+            files: conflicted,
+            messages,
+            upstream,
+        }) = &landed
+        {
+            return ReportBuilder::new(TaskStatus::Failed, "task_failed", task)
+                .field(
+                    "error",
+                    format!(
+                        "its work conflicts with work landed since its base in {}",
+                        conflicted.join(", ")
+                    ),
+                )
+                .field(
+                    "conflict",
+                    json!({"files": conflicted, "messages": messages, "upstream": upstream}),
+                )
+                .field("retry_count", task.attempts)
+                .field("branch", work.workspace.branch().map(|(b, _)| b))
+                .field("timestamp", now())
+                .summary(format!("{} conflicts with landed work", task.id.as_str()))
+                .build();
+        }
+        let merge_commit = match &landed {
+            Some(wavecrew_role_kit::Landed::Commit(c)) => Some(c.clone()),
+            _ => None,
+        };
+        work.workspace.finish(landed.is_some());
         let report = if failed {
             let error = if syntax_word == "fail" {
                 "syntax check failed"
@@ -445,6 +517,13 @@ impl Role for Executor {
                     task.id.as_str(),
                     files.len()
                 ))
+        };
+        let report = match work.workspace.branch() {
+            Some((branch, base)) => report
+                .field("branch", branch)
+                .field("base", base)
+                .field("merge_commit", merge_commit),
+            None => report,
         };
         report
             .field("execution_backend", &used_backend)

@@ -40,6 +40,7 @@ pub mod prompt;
 pub mod report;
 pub mod run;
 pub mod session;
+pub mod workspace;
 
 pub use attempt::{Attempt, Review, backend_used, derived_id, derived_id_from};
 pub use context::{BusFault, RoleBus, RoleContext, SharedBus, share_bus};
@@ -47,3 +48,4 @@ pub use prompt::{Preview, PromptPreview};
 pub use report::ReportBuilder;
 pub use run::{Follow, RoleExit, run_role};
 pub use session::{KitError, OpenSpec, RoleSession, StoreLayout};
+pub use workspace::{Landed, Workspace};

@@ -1,0 +1,94 @@
+//! The session's integration branch seen from the command line: what a run
+//! says at its end (where the work is, and `--apply`), and `wavecrew clean`.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use wavecrew_isolation::{Integration, IsolationError, Repo};
+
+use crate::exit::{CliError, CmdResult, Exit};
+use crate::output;
+
+/// The integration branch of a session that ran isolated, if it did.
+fn integration_of(session: &Path) -> Result<Option<Integration>, IsolationError> {
+    let Ok(session) = session.canonicalize() else {
+        return Ok(None);
+    };
+    let Some(repo) = Repo::open(&session)? else {
+        return Ok(None);
+    };
+    Integration::resume(&repo, &session)
+}
+
+/// After a run: say where an isolated session's work is, and with `apply`
+/// fast-forward the user's branch and work tree to it (or refuse, naming
+/// the command to run). `Exit::Failed` when `--apply` was refused.
+pub fn after_run(session: &Path, apply: bool) -> Result<Exit, CliError> {
+    let integration = match integration_of(session) {
+        Ok(Some(i)) => i,
+        Ok(None) => return Ok(Exit::Success),
+        Err(e) => return Err(CliError::internal(anyhow::anyhow!("{e}"))),
+    };
+    if !apply {
+        output::progress(&format!(
+            "the work is on branch {0}: take it with `git merge {0}` (or run again with --apply)",
+            integration.branch()
+        ));
+        return Ok(Exit::Success);
+    }
+    match integration.apply() {
+        Ok(applied) => {
+            tracing::info!(branch = %applied.branch, from = %applied.from, to = %applied.to, "applied");
+            if applied.uncommitted {
+                output::progress(&format!(
+                    "applied: the work of {} is in your work tree, uncommitted, on top of the \
+                     uncommitted changes the session started from",
+                    integration.branch()
+                ));
+            } else {
+                output::progress(&format!(
+                    "applied: your branch now holds the work of {}",
+                    integration.branch()
+                ));
+            }
+            Ok(Exit::Success)
+        }
+        Err(e @ IsolationError::Refused { .. }) => {
+            output::error(&e.to_string());
+            Ok(Exit::Failed)
+        }
+        Err(e) => Err(CliError::internal(anyhow::anyhow!("{e}"))),
+    }
+}
+
+/// `wavecrew clean` arguments.
+#[derive(Debug, Args)]
+pub struct CleanArgs {
+    /// The session folder (`.workflow/.team/<session-id>`).
+    pub session: PathBuf,
+}
+
+/// `wavecrew clean <session>`: remove every worktree of the session (their
+/// branches stay, as refs).
+pub fn clean(args: &CleanArgs) -> CmdResult {
+    if !args.session.is_dir() {
+        return Err(CliError::bad_input(anyhow::anyhow!(
+            "{}: no such session folder",
+            args.session.display()
+        )));
+    }
+    match integration_of(&args.session) {
+        Ok(Some(integration)) => {
+            let removed = integration
+                .clean()
+                .map_err(|e| CliError::internal(anyhow::anyhow!("{e}")))?;
+            output::line(&format!(
+                "removed {removed} worktree(s) of {}",
+                integration.session_id()
+            ));
+        }
+        Ok(None) => output::line("nothing to clean: the session never ran isolated"),
+        Err(e) => return Err(CliError::internal(anyhow::anyhow!("{e}"))),
+    }
+    Ok(Exit::Success)
+}
