@@ -102,9 +102,9 @@ impl Executor {
         .find(|p| p.is_file())
     }
 
-    /// Where the agent works: the task's `working_dir` inside the project,
-    /// else the project root.
-    fn work_dir(&self, task: &Task, root: &std::path::Path) -> PathBuf {
+    /// Where the agent works: the task's `working_dir` inside `root` (the
+    /// task's workspace), else `root`.
+    fn work_dir(task: &Task, root: &std::path::Path) -> PathBuf {
         let root = &root.to_path_buf();
         task.working_dir()
             .map(|d| root.join(d))
@@ -215,7 +215,7 @@ impl wavecrew_role_kit::PromptPreview for Executor {
             plan.as_ref().and_then(|p| p.execution_backend.as_deref()),
         );
         let claim = task.attempts + 1;
-        let cwd = self.work_dir(task, &self.ctx.workspace_dir(task, claim)?);
+        let cwd = Self::work_dir(task, &self.ctx.workspace_dir(task, claim)?);
         let mut values = self.prompt_values(task, plan.as_ref(), &cwd);
         let dir = wavecrew_backends::attempts::task_attempts_dir(&self.ctx.session_dir, &task.id);
         let next = wavecrew_backends::attempts::existing_attempts(&dir)
@@ -266,7 +266,7 @@ impl Role for Executor {
         let review = resolve_code_review(task, plan.as_ref());
         let workspace = self.ctx.workspace(task, task.attempts)?;
         Ok(ExecWork {
-            cwd: self.work_dir(task, workspace.dir()),
+            cwd: Self::work_dir(task, workspace.dir()),
             workspace,
             plan,
             plan_path,
