@@ -544,13 +544,20 @@ async fn admit(
         guard.armed = matches!(answer, Ok(Admission::Wait { .. }));
         match answer {
             Ok(Admission::Granted(permit)) => {
+                // Let in at the first ask: no wait, whatever the clock
+                // moved during the admission itself.
+                let waited = if reasons.is_empty() {
+                    0
+                } else {
+                    permit.granted_ms.saturating_sub(asked)
+                };
                 let span = serde_json::json!({
                     "backend": backend.name,
                     "asked_at": iso(asked),
                     "asked_ms": asked,
                     "admitted_at": iso(permit.granted_ms),
                     "admitted_ms": permit.granted_ms,
-                    "waited_ms": permit.granted_ms.saturating_sub(asked),
+                    "waited_ms": waited,
                     "waited_for": reasons,
                 });
                 return Gate::Go(permit, span);
