@@ -1,5 +1,5 @@
-//! Isolated parallel tasks (`[isolation] mode = "worktree"`, the default in
-//! a git work tree): each task's agent works in a worktree of its own, its
+//! Isolated parallel tasks (`[isolation] mode = "worktree"`, in a git work
+//! tree): each task's agent works in a worktree of its own, its
 //! validation sees only its own edits, and the work lands on the session's
 //! integration branch through the merge queue; the user's branch and files
 //! are never touched.
@@ -109,7 +109,7 @@ fn result(p: &Project, id: &str) -> Value {
 
 #[test]
 fn parallel_tasks_each_see_only_their_own_edits_and_land_on_the_integration_branch() {
-    let p = crate_project("");
+    let p = crate_project("\n[isolation]\nmode = \"worktree\"\n");
     let root = p.root();
     let head = git(root, &["rev-parse", "HEAD"]);
     let o = run_bin(
@@ -166,8 +166,8 @@ fn parallel_tasks_each_see_only_their_own_edits_and_land_on_the_integration_bran
 
 #[test]
 fn in_place_the_neighbours_half_done_edit_fails_the_task() {
-    // Today's behaviour, kept for those who ask for it: one tree.
-    let p = crate_project("\n[isolation]\nmode = \"in-place\"\n");
+    // In place (the default): one tree for both agents.
+    let p = crate_project("");
     let o = run_bin(
         "wavecrew",
         &["run", p.session().to_str().unwrap(), "--max-parallel", "2"],

@@ -343,10 +343,12 @@ pub struct RedactConfig {
 pub enum IsolationMode {
     /// A git worktree per task attempt, on its own branch from the
     /// session's integration branch; the work lands through the merge
-    /// queue (a folder that is not a git work tree runs in place).
-    #[default]
+    /// queue (a folder that is not a git work tree runs in place). Today
+    /// the executor's `IMPL-*` tasks; the other roles still work in the
+    /// project folder, which is why it is not yet the default.
     Worktree,
-    /// In the project folder itself, as before isolation.
+    /// In the project folder itself (the default).
+    #[default]
     InPlace,
 }
 
@@ -354,7 +356,7 @@ pub enum IsolationMode {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IsolationConfig {
-    /// `worktree` (default) or `in-place`.
+    /// `in-place` (default) or `worktree`.
     pub mode: IsolationMode,
     /// Git-ignored files a build needs (`.env`), copied from the project
     /// into each worktree when present.

@@ -1,14 +1,14 @@
 //! Where a writing task's agent works, and how its work lands.
 //!
-//! With `[isolation] mode = "worktree"` (the default) in a git work tree,
+//! With `[isolation] mode = "worktree"` in a git work tree,
 //! each claim of a task gets a git worktree of its own, on a branch from the
 //! session's integration branch (`wavecrew/<session-id>`), in a folder
 //! wavecrew owns inside the git directory: the agent, the validation and the
 //! review run there, the files it changed are the diff of its branch, and
 //! the work lands on the integration branch through the merge queue
 //! (`wavecrew-isolation`). The user's branch and files are never touched.
-//! In place (`mode = "in-place"`, or a folder that is not a git work tree),
-//! the agent works in the project folder as before.
+//! In place (`mode = "in-place"`, the default, or a folder that is not a git
+//! work tree), the agent works in the project folder.
 
 use std::path::{Path, PathBuf};
 
