@@ -162,6 +162,28 @@ fn parallel_tasks_each_see_only_their_own_edits_and_land_on_the_integration_bran
     let files = git(root, &["ls-tree", "-r", "--name-only", &branch]);
     assert!(!files.contains(".workflow"), "{files}");
     git(root, &["fsck", "--no-progress"]);
+    // Taking the work: the resumed (finished) session with --apply
+    // fast-forwards the user's branch and files to it.
+    let o = run_bin(
+        "wavecrew",
+        &["run", p.session().to_str().unwrap(), "--apply"],
+        root,
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert!(
+        o.stderr
+            .contains("applied: your branch now holds the work of"),
+        "{}",
+        o.render()
+    );
+    assert_eq!(
+        git(root, &["rev-parse", "HEAD"]),
+        git(root, &["rev-parse", &branch])
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("src/a.rs")).unwrap(),
+        "pub fn a() -> u32 {\n    1\n}\n"
+    );
 }
 
 #[test]

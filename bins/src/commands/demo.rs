@@ -240,10 +240,10 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         }),
         None,
     )?;
-    // The demo's tasks ran in worktrees; its folder is the demo's own, so
-    // their work is applied to it (as `wavecrew run --apply` does).
+    // When the demo's tasks ran in worktrees, its folder is the demo's
+    // own, so their work is applied to it (as `wavecrew run --apply` does).
     let code = match code {
-        Exit::Success => super::integration::after_run(&session, true)?,
+        Exit::Success => super::integration::apply_if_isolated(&session)?,
         other => other,
     };
     if code == Exit::Success {

@@ -26,7 +26,15 @@ fn integration_of(session: &Path) -> Result<Option<Integration>, IsolationError>
 pub fn after_run(session: &Path, apply: bool) -> Result<Exit, CliError> {
     let integration = match integration_of(session) {
         Ok(Some(i)) => i,
-        Ok(None) => return Ok(Exit::Success),
+        Ok(None) => {
+            if apply {
+                output::progress(
+                    "nothing to apply: the session ran in place ([isolation] mode = \"in-place\"), \
+                     its work is already in your folder",
+                );
+            }
+            return Ok(Exit::Success);
+        }
         Err(e) => return Err(CliError::internal(anyhow::anyhow!("{e}"))),
     };
     if !apply {
@@ -57,6 +65,16 @@ pub fn after_run(session: &Path, apply: bool) -> Result<Exit, CliError> {
             output::error(&e.to_string());
             Ok(Exit::Failed)
         }
+        Err(e) => Err(CliError::internal(anyhow::anyhow!("{e}"))),
+    }
+}
+
+/// The demo's end: apply its work when its session ran isolated (its
+/// folder is the demo's own); nothing to say otherwise.
+pub fn apply_if_isolated(session: &Path) -> Result<Exit, CliError> {
+    match integration_of(session) {
+        Ok(Some(_)) => after_run(session, true),
+        Ok(None) => Ok(Exit::Success),
         Err(e) => Err(CliError::internal(anyhow::anyhow!("{e}"))),
     }
 }
