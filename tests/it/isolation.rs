@@ -4,32 +4,15 @@
 //! integration branch through the merge queue; the user's branch and files
 //! are never touched.
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
 use wavecrew_core::{TaskId, TaskStore};
 use wavecrew_testkit::run_bin;
 
-use crate::team::{Project, project};
+use crate::team::{Project, git, project};
 
 use crate::team::SESSION;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@e"])
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// A Rust crate under git with two modules, a session of two independent
 /// tasks, and a `command` agent (a Python script, argv only): IMPL-001

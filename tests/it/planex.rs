@@ -5,28 +5,13 @@
 //! `all_planned`, and a resume after a crash between the commit and the
 //! report that does not commit twice.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::{Value, json};
 use wavecrew_core::{Task, TaskId, TaskStatus, TaskStore};
 use wavecrew_testkit::{bin_path, run_bin};
 
-const SESSION: &str = "PEX-auth-2026-11-23";
+use crate::team::git;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+const SESSION: &str = "PEX-auth-2026-11-23";
 
 fn task(id: &str, subject: &str, description: &str) -> Task {
     let mut t = Task::new(TaskId::new(id).unwrap(), subject, description);

@@ -46,6 +46,24 @@ impl Project {
     }
 }
 
+/// `git <args>` in `dir` (argv, with a test identity), its stdout; a
+/// failure fails the test with git's words.
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@e"])
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 pub(crate) fn role_file(name: &str) -> String {
     format!(
         "# Role: {name}\n\n## Identity\nThe {name}.\n\n## Boundaries\nThe project only.\n\n## Execution\nDo the task.\n"

@@ -167,6 +167,15 @@ pub fn interrupted_session(dir: &Path) -> Option<(String, String)> {
     ))
 }
 
+/// The number the next attempt kept under `id` gets (`attempts/<id>/<n>/`).
+pub fn next_attempt(session_dir: &Path, id: &TaskId) -> u32 {
+    existing_attempts(&task_attempts_dir(session_dir, id))
+        .last()
+        .copied()
+        .unwrap_or(0)
+        + 1
+}
+
 /// What an attempt that resumes an interrupted agent session is told first.
 const RESUME_NOTE: &str =
     "Your previous run of this task was interrupted. Continue it and finish the task.";
@@ -203,7 +212,7 @@ pub fn next_prompt(
     marked: &str,
 ) -> NextPrompt {
     let dir = task_attempts_dir(session_dir, task_id);
-    let attempt = existing_attempts(&dir).last().copied().unwrap_or(0) + 1;
+    let attempt = next_attempt(session_dir, task_id);
     let name = config.canonical_name(backend);
     let resolved = config.backend(&name);
     let budget = resolved

@@ -175,6 +175,26 @@ fn now() -> String {
 }
 
 impl Executor {
+    /// The task's plan (its path and text, when there is one) and the
+    /// backend decided from the task and the plan.
+    fn plan_and_backend(
+        &self,
+        task: &Task,
+    ) -> Result<(Option<PathBuf>, Option<Plan>, Decision), PhaseError> {
+        let plan_path = self.plan_path(task);
+        let plan = match &plan_path {
+            Some(p) => Some(Plan::parse(&std::fs::read_to_string(p).map_err(|e| {
+                PhaseError(format!("cannot read the plan {}: {e}", p.display()))
+            })?)),
+            None => None,
+        };
+        let decision = self.ctx.decide(
+            task,
+            plan.as_ref().and_then(|p| p.execution_backend.as_deref()),
+        );
+        Ok((plan_path, plan, decision))
+    }
+
     /// What the `execution` template of `task` is rendered with, but the
     /// attempt's number and the previous error.
     fn prompt_values(&self, task: &Task, plan: Option<&Plan>, cwd: &std::path::Path) -> Value {
@@ -203,27 +223,14 @@ impl wavecrew_role_kit::PromptPreview for Executor {
     async fn preview(&self, task: &Task) -> Result<wavecrew_role_kit::Preview, PhaseError> {
         // As `prepare` decides, but creating nothing: the next claim's
         // workspace is only named.
-        let plan_path = self.plan_path(task);
-        let plan = match &plan_path {
-            Some(p) => Some(Plan::parse(&std::fs::read_to_string(p).map_err(|e| {
-                PhaseError(format!("cannot read the plan {}: {e}", p.display()))
-            })?)),
-            None => None,
-        };
-        let decision = self.ctx.decide(
-            task,
-            plan.as_ref().and_then(|p| p.execution_backend.as_deref()),
-        );
+        let (_, plan, decision) = self.plan_and_backend(task)?;
         let claim = task.attempts + 1;
         let cwd = Self::work_dir(task, &self.ctx.workspace_dir(task, claim)?);
         let mut values = self.prompt_values(task, plan.as_ref(), &cwd);
-        let dir = wavecrew_backends::attempts::task_attempts_dir(&self.ctx.session_dir, &task.id);
-        let next = wavecrew_backends::attempts::existing_attempts(&dir)
-            .last()
-            .copied()
-            .unwrap_or(0)
-            + 1;
-        values["attempt"] = json!(next);
+        values["attempt"] = json!(wavecrew_backends::attempts::next_attempt(
+            &self.ctx.session_dir,
+            &task.id
+        ));
         Ok(wavecrew_role_kit::Preview {
             marked: self.ctx.render("execution", &values)?,
             backend: decision.backend,
@@ -252,17 +259,7 @@ impl Role for Executor {
     }
 
     async fn prepare(&self, task: &Task) -> Result<ExecWork, PhaseError> {
-        let plan_path = self.plan_path(task);
-        let plan = match &plan_path {
-            Some(p) => Some(Plan::parse(&std::fs::read_to_string(p).map_err(|e| {
-                PhaseError(format!("cannot read the plan {}: {e}", p.display()))
-            })?)),
-            None => None,
-        };
-        let decision = self.ctx.decide(
-            task,
-            plan.as_ref().and_then(|p| p.execution_backend.as_deref()),
-        );
+        let (plan_path, plan, decision) = self.plan_and_backend(task)?;
         let review = resolve_code_review(task, plan.as_ref());
         let workspace = self.ctx.workspace(task, task.attempts)?;
         Ok(ExecWork {

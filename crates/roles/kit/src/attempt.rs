@@ -13,9 +13,7 @@ use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 
 use serde_json::json;
-use wavecrew_backends::attempts::{
-    AttemptEvent, TaskAttempts, TaskRun, existing_attempts, run_task, task_attempts_dir,
-};
+use wavecrew_backends::attempts::{AttemptEvent, TaskAttempts, TaskRun, next_attempt, run_task};
 use wavecrew_core::id::MAX_ID_LEN;
 use wavecrew_core::role::PhaseError;
 use wavecrew_core::{Mode, Task, TaskId};
@@ -106,11 +104,7 @@ impl RoleContext {
     /// prompt that could not be rendered.
     pub async fn attempt(&self, spec: &Attempt<'_>) -> Result<TaskRun, PhaseError> {
         // The number `run_task` gives the first attempt.
-        let first = existing_attempts(&task_attempts_dir(&self.session_dir, spec.id))
-            .last()
-            .copied()
-            .unwrap_or(0)
-            + 1;
+        let first = next_attempt(&self.session_dir, spec.id);
         let first_prompt = (spec.prompt)(first, None)?;
         (spec.prompt)(first + 1, Some(PROBE_ERROR))?;
         let unused_first = Mutex::new(Some(first_prompt.clone()));
@@ -343,7 +337,7 @@ pub(crate) mod tests {
             .unwrap_err();
         assert!(e.0.starts_with("prompt template `review`"), "{e}");
         assert!(
-            !task_attempts_dir(&ctx.session_dir, &task).exists(),
+            !wavecrew_backends::attempts::task_attempts_dir(&ctx.session_dir, &task).exists(),
             "no attempt started"
         );
     }

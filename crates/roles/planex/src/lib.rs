@@ -198,13 +198,7 @@ impl wavecrew_role_kit::PromptPreview for PlanexRole {
             cwd: &cwd,
         };
         let attempts_id = derived_id_from(&format!("planex-{}", work.issue_id), &task.id)?;
-        let dir =
-            wavecrew_backends::attempts::task_attempts_dir(&self.ctx.session_dir, &attempts_id);
-        let next = wavecrew_backends::attempts::existing_attempts(&dir)
-            .last()
-            .copied()
-            .unwrap_or(0)
-            + 1;
+        let next = wavecrew_backends::attempts::next_attempt(&self.ctx.session_dir, &attempts_id);
         let (context, _) = prompt::prompt_context(&input, None, next, self.ctx.max_attempts());
         Ok(wavecrew_role_kit::Preview {
             marked: self.ctx.render("planex", &context)?,
