@@ -388,7 +388,7 @@ fn progress_line(bar: Option<&indicatif::ProgressBar>, session_dir: &Path, p: &P
         }
         Progress::Finished { task, status } => {
             let mut l = format!("{} {}", task.as_str(), status.as_str());
-            if *status == wavecrew_core::TaskStatus::Failed {
+            if status.is_unsuccessful() {
                 let _ = write!(
                     l,
                     " (see {}/workers/{}.log and {}/attempts/{}/)",

@@ -186,3 +186,140 @@ fn in_place_the_neighbours_half_done_edit_fails_the_task() {
         o.render()
     );
 }
+
+/// A text project under git (no build), a session of `tasks` with no
+/// dependencies, and `agent` (a Python script run with the task id, the
+/// prompt on stdin) as the agent, isolated.
+fn text_project(tasks: &[&str], agent: &str) -> Project {
+    let spec: Vec<(&str, &[&str], &str)> =
+        tasks.iter().map(|t| (*t, &[][..], "developer")).collect();
+    let p = project(&spec, &serde_json::json!([]), "");
+    let root = p.root();
+    std::fs::write(root.join("shared.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(root.join(".gitignore"), ".workflow/\n").unwrap();
+    std::fs::write(root.join("agent.py"), agent).unwrap();
+    let agent = root.join("agent.py");
+    std::fs::write(
+        root.join("wavecrew.toml"),
+        format!(
+            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
+             argv = [\"python3\", {:?}, \"{{task_id}}\"]\nprompt = \"stdin\"\nstream = \"none\"\n\n\
+             [routing]\nmax_retries = 0\nfallback = []\n\n[isolation]\nmode = \"worktree\"\n",
+            agent.display().to_string()
+        ),
+    )
+    .unwrap();
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-qm", "start"]);
+    p
+}
+
+/// Three tasks rewrite the same line. IMPL-001 lands first. IMPL-002 and
+/// IMPL-003 conflict with it, and each gets one revision on the new tip;
+/// IMPL-002's revision lands; IMPL-003's, which started before that,
+/// conflicts again, with IMPL-002, and is blocked.
+const SAME_LINE_AGENT: &str = "import pathlib, sys, time\n\
+task = sys.argv[1]\n\
+prompt = sys.stdin.read()\n\
+revision = 'This is a revision' in prompt\n\
+p = pathlib.Path('shared.txt')\n\
+lines = p.read_text().split('\\n')\n\
+who = {'IMPL-001': 'a', 'IMPL-002': 'b', 'IMPL-003': 'c'}[task]\n\
+if not revision:\n\
+\x20   time.sleep(0 if task == 'IMPL-001' else 1)\n\
+\x20   lines[1] = 'two by ' + who\n\
+else:\n\
+\x20   time.sleep(3 if task == 'IMPL-002' else 7)\n\
+\x20   lines[1] = lines[1] + ' and ' + who\n\
+p.write_text('\\n'.join(lines))\n\
+print(task + (' revised' if revision else ' done'))\n";
+
+#[test]
+fn a_conflict_gets_one_revision_then_the_task_is_blocked_naming_both() {
+    let p = text_project(&["IMPL-001", "IMPL-002", "IMPL-003"], SAME_LINE_AGENT);
+    let root = p.root();
+    let head = git(root, &["rev-parse", "HEAD"]);
+    let o = run_bin(
+        "wavecrew",
+        &["run", p.session().to_str().unwrap(), "--max-parallel", "3"],
+        root,
+    );
+    assert_ne!(o.code, 0, "a blocked task fails the run: {}", o.render());
+    let branch = format!("wavecrew/{SESSION}");
+    // IMPL-002 landed after its revision, on top of IMPL-001's work.
+    assert_eq!(
+        git(root, &["show", &format!("{branch}:shared.txt")]),
+        "one\ntwo by a and b\nthree\n"
+    );
+    let r2 = result(&p, "IMPL-002");
+    assert_eq!(r2["status"], "success", "{r2:#}");
+    assert_eq!(r2["conflicts"][0]["with"], serde_json::json!(["IMPL-001"]));
+    assert_eq!(
+        r2["conflicts"][0]["files"],
+        serde_json::json!(["shared.txt"])
+    );
+    // IMPL-003 conflicted again, with IMPL-002: blocked, both named.
+    let t3 = p.store().get(&TaskId::new("IMPL-003").unwrap()).unwrap();
+    assert_eq!(
+        t3.status,
+        wavecrew_core::TaskStatus::Blocked,
+        "{}",
+        o.render()
+    );
+    let r3 = t3.result.unwrap();
+    let error = r3["error"].as_str().unwrap();
+    assert!(
+        error.contains("IMPL-002") && error.contains("shared.txt"),
+        "{error}"
+    );
+    assert_eq!(r3["conflict"]["with"], serde_json::json!(["IMPL-002"]));
+    assert_eq!(r3["conflicts"][0]["with"], serde_json::json!(["IMPL-001"]));
+    assert!(o.stderr.contains("IMPL-003"), "{}", o.render());
+    // Each landed task once; the blocked one not at all.
+    let trailers = git(
+        root,
+        &[
+            "log",
+            "--format=%(trailers:key=Wavecrew-Task,valueonly)",
+            &branch,
+        ],
+    );
+    let mut landed: Vec<&str> = trailers.lines().filter(|l| !l.is_empty()).collect();
+    landed.sort_unstable();
+    landed.dedup();
+    assert_eq!(
+        landed,
+        [format!("{SESSION}/IMPL-001"), format!("{SESSION}/IMPL-002")]
+    );
+    // The user's branch and files are untouched; the bus has the story.
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        std::fs::read_to_string(root.join("shared.txt")).unwrap(),
+        "one\ntwo\nthree\n"
+    );
+    let bus = std::fs::read_to_string(p.session().join(".msg/messages.jsonl")).unwrap();
+    assert_eq!(bus.matches("\"task_merged\"").count(), 2, "{bus}");
+    assert_eq!(bus.matches("\"merge_conflict\"").count(), 3, "{bus}");
+
+    // What the revision's agent read: the conflict, fenced as data.
+    let prompt = revision_prompt(&p, "IMPL-002");
+    wavecrew_testkit::insta_settings().bind(|| {
+        let mut settings = insta::Settings::clone_current();
+        settings.add_filter(r"\b[0-9a-f]{10,40}\b", "[COMMIT]");
+        settings.add_filter(r"working in \S+", "working in [WORKTREE]");
+        settings.bind(|| insta::assert_snapshot!("conflict_revision_prompt", prompt));
+    });
+}
+
+/// The prompt of `task`'s last attempt (its revision).
+fn revision_prompt(p: &Project, task: &str) -> String {
+    let dir = p.session().join("attempts").join(task);
+    let last = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .max()
+        .unwrap();
+    std::fs::read_to_string(dir.join(last.to_string()).join("prompt.md")).unwrap()
+}

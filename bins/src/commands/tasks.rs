@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::{Value, json};
 use wavecrew_core::source::{LoadedTasks, SourceKind};
-use wavecrew_core::{FileTaskStore, TaskStatus, TaskStore};
+use wavecrew_core::{FileTaskStore, TaskStore};
 use wavecrew_taskfile::{SessionPlan, TaskFileError};
 
 use crate::exit::{CliError, CmdResult, Exit};
@@ -148,11 +148,12 @@ pub fn final_object(session: &Path, code: Exit, error: Option<&str>) -> Value {
         .unwrap_or_default();
     let failed: Vec<Value> = tasks
         .iter()
-        .filter(|t| t.status == TaskStatus::Failed)
+        .filter(|t| t.status.is_unsuccessful())
         .map(|t| {
             let why = t.error();
             json!({
                 "id": t.id,
+                "status": t.status,
                 "error": why,
                 "attempts": session.join("attempts").join(t.id.as_str()),
                 "log": session.join("workers").join(format!("{}.log", t.id.as_str())),

@@ -50,8 +50,21 @@ pub enum Landing {
         messages: String,
         /// The integration commits since the task's base that touched the
         /// conflicted files, newest first.
-        upstream: Vec<String>,
+        upstream: Vec<Upstream>,
     },
+}
+
+/// A commit that landed since a task's base and touched a file the task
+/// conflicts on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Upstream {
+    /// The commit.
+    pub commit: String,
+    /// Its subject line.
+    pub subject: String,
+    /// The task that landed it (its `Wavecrew-Task` trailer in this
+    /// session), when it has one.
+    pub task: Option<String>,
 }
 
 impl Integration {
@@ -251,11 +264,27 @@ impl Integration {
         let mut upstream = Vec::new();
         if !files.is_empty() {
             let range = format!("^{base}");
+            let format = format!("--format=%x1e%H%x1f%s%x1f%(trailers:key={TRAILER},valueonly)");
             let out = git(top)
-                .args(["--literal-pathspecs", "rev-list", tip, &range, "--"])
+                .args(["--literal-pathspecs", "log", &format, tip, &range, "--"])
                 .args(&files)
-                .text()?;
-            upstream = out.lines().map(str::to_owned).collect();
+                .run()?;
+            let prefix = format!("{}/", self.session_id());
+            for record in String::from_utf8_lossy(&out).split('\x1e') {
+                let mut fields = record.split('\x1f');
+                let (Some(commit), Some(subject), trailers) =
+                    (fields.next(), fields.next(), fields.next().unwrap_or(""))
+                else {
+                    continue;
+                };
+                upstream.push(Upstream {
+                    commit: commit.trim().to_owned(),
+                    subject: subject.trim().to_owned(),
+                    task: trailers
+                        .lines()
+                        .find_map(|v| v.trim().strip_prefix(&prefix).map(str::to_owned)),
+                });
+            }
         }
         Ok(Err(Landing::Conflict {
             files,

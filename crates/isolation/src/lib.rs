@@ -89,6 +89,6 @@ pub use error::{IsolationError, Result};
 pub use integration::{
     Applied, BRANCH_PREFIX, Integration, STATE_FILE, TRAILER, worktree_path, worktrees_dir,
 };
-pub use land::Landing;
+pub use land::{Landing, Upstream};
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Repo};
 pub use worktree::{TASK_BRANCH_PREFIX, Worktree};

@@ -56,6 +56,12 @@ impl TaskStatus {
         TaskStatus::Deleted,
     ];
 
+    /// Whether the task ended without its work: failed, or blocked for a
+    /// person.
+    pub fn is_unsuccessful(self) -> bool {
+        matches!(self, TaskStatus::Failed | TaskStatus::Blocked)
+    }
+
     /// The name as written in files (`in_progress`).
     pub fn as_str(self) -> &'static str {
         match self {

@@ -164,6 +164,12 @@ pub const FIELDS: &[Field] = &[
         "the previous attempt's error or the validation's output",
         CUT_OUTPUT,
     ),
+    untrusted(
+        "execution",
+        "conflict",
+        "a revision after a merge conflict: the conflicted files, git's messages and the commits that landed on them (isolated sessions); optional",
+        CUT_OUTPUT,
+    ),
     task("batch", "tasks[].title", "each task's subject/title"),
     task("batch", "tasks[].description", "each task's description"),
     task(

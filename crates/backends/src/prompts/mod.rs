@@ -213,6 +213,7 @@ mod tests {
             "cwd": "/p", "attempt": 2, "max_attempts": 3,
             "previous_error": mark("previous_error"), "wisdom": mark("wisdom"),
             "plan_context": mark("plan_context"), "prior_summaries": mark("prior_summaries"),
+            "conflict": mark("conflict"),
         });
         let mut ctx = match template {
             "execution" | "review" => json!({"task": task}),

@@ -115,7 +115,10 @@ fn conflict_names_files_and_upstream_and_changes_nothing() {
         messages.contains("CONFLICT (content): Merge conflict in shared.txt"),
         "{messages}"
     );
-    assert_eq!(upstream, [a_commit]);
+    let commits: Vec<&str> = upstream.iter().map(|u| u.commit.as_str()).collect();
+    assert_eq!(commits, [a_commit.as_str()]);
+    assert_eq!(upstream[0].task.as_deref(), Some("IMPL-001"));
+    assert_eq!(upstream[0].subject, "a");
     // The integration branch did not move, B is not merged.
     assert_eq!(s.tip().unwrap(), tip);
     assert!(!s.merged_tasks().unwrap().contains_key("IMPL-002"));

@@ -135,6 +135,9 @@ pub struct ExecWork {
     pub workspace: wavecrew_role_kit::Workspace,
     /// The attempts (after phase 3).
     pub run: Option<TaskRun>,
+    /// In a revision after a merge conflict: what the agent is told about
+    /// it.
+    pub conflict: Option<String>,
 }
 
 fn plan_context(plan: Option<&Plan>, task: &Task) -> String {
@@ -270,12 +273,14 @@ impl Role for Executor {
             decision,
             review,
             run: None,
+            conflict: None,
         })
     }
 
     async fn execute(&self, task: &Task, work: &mut ExecWork) -> Result<(), PhaseError> {
         let ctx = &self.ctx;
-        let fixed = self.prompt_values(task, work.plan.as_ref(), &work.cwd);
+        let mut fixed = self.prompt_values(task, work.plan.as_ref(), &work.cwd);
+        fixed["conflict"] = json!(work.conflict);
         let max_attempts = ctx.max_attempts();
         // A syntax failure after a successful attempt goes back to the
         // agent with the compiler's words, within the same retry budget.
@@ -354,13 +359,136 @@ impl Role for Executor {
         }
     }
 
+    /// Validation, then the merge queue. A conflict with work that landed
+    /// meanwhile gets one revision: the agent does the task again in a
+    /// worktree of the new tip, told what conflicted; a second conflict
+    /// leaves the task `blocked` for a person, naming the other tasks and
+    /// the files.
     async fn validate(&self, task: &Task, work: &ExecWork) -> Report {
+        let first = match self.check_and_land(task, work, &[]).await {
+            Ok(report) => return report,
+            Err(conflict) => conflict,
+        };
+        self.ctx
+            .record_landing("executor", task, &work.workspace, &first, true);
+        let first_json = first.conflict_json().unwrap_or_default();
+        let revision = match self.revise(task, work, &first).await {
+            Ok(r) => r,
+            Err(e) => {
+                return ReportBuilder::phase_failed("task_failed", task, &e)
+                    .field("conflict", &first_json)
+                    .field("conflicts", [&first_json])
+                    .field("retry_count", task.attempts)
+                    .field("timestamp", now())
+                    .build();
+            }
+        };
+        let second = match self
+            .check_and_land(task, &revision, std::slice::from_ref(&first_json))
+            .await
+        {
+            Ok(report) => return report,
+            Err(conflict) => conflict,
+        };
+        self.ctx
+            .record_landing("executor", task, &revision.workspace, &second, false);
+        blocked_report(task, &revision.workspace, &first_json, &second)
+    }
+
+    fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
+        ReportBuilder::phase_failed("task_failed", task, error)
+            .field("retry_count", task.attempts)
+            .field(
+                "validation_results",
+                json!({"syntax": "not_run", "acceptance": "not_verified"}),
+            )
+            .field("timestamp", now())
+            .build()
+    }
+}
+
+/// The report of a task whose revision conflicted again: `blocked`, for a
+/// person, naming the other tasks and the files.
+fn blocked_report(
+    task: &Task,
+    workspace: &wavecrew_role_kit::Workspace,
+    first: &Value,
+    second: &wavecrew_role_kit::Landed,
+) -> Report {
+    let second_json = second.conflict_json().unwrap_or_default();
+    let with = second.conflicting_tasks();
+    let with = if with.is_empty() {
+        "work landed meanwhile".to_owned()
+    } else {
+        with.join(", ")
+    };
+    let files = match second {
+        wavecrew_role_kit::Landed::Conflict { files, .. } => files.join(", "),
+        _ => String::new(),
+    };
+    let (branch, base) = workspace.branch().unzip();
+    ReportBuilder::new(TaskStatus::Blocked, "task_failed", task)
+        .field(
+            "error",
+            format!(
+                "blocked: after one revision its work still conflicts with {with} in {files}; \
+                 a person must merge the branch {} by hand",
+                branch.unwrap_or("of the task")
+            ),
+        )
+        .field("status", "blocked")
+        .field("conflict", &second_json)
+        .field("conflicts", [first, &second_json])
+        .field("retry_count", task.attempts)
+        .field("branch", branch)
+        .field("base", base)
+        .field("timestamp", now())
+        .summary(format!(
+            "{} blocked: conflicts with {with} in {files}",
+            task.id.as_str()
+        ))
+        .build()
+}
+
+impl Executor {
+    /// A revision after `conflict`: a worktree of the new integration tip
+    /// (the next claim's), the agent told what conflicted, phase 3 again.
+    async fn revise(
+        &self,
+        task: &Task,
+        work: &ExecWork,
+        conflict: &wavecrew_role_kit::Landed,
+    ) -> Result<ExecWork, PhaseError> {
+        let workspace = self.ctx.workspace(task, task.attempts.max(1) + 1)?;
+        let mut revision = ExecWork {
+            cwd: Self::work_dir(task, workspace.dir()),
+            workspace,
+            plan: work.plan.clone(),
+            plan_path: work.plan_path.clone(),
+            decision: work.decision.clone(),
+            review: work.review.clone(),
+            run: None,
+            conflict: conflict.conflict_brief(&work.workspace),
+        };
+        self.execute(task, &mut revision).await?;
+        Ok(revision)
+    }
+
+    /// Phase 4 on `work`: the checks, then (when they pass) the merge
+    /// queue. `Err` is a conflict (nothing landed, the worktree kept);
+    /// `conflicts` are the earlier ones, recorded on the report.
+    async fn check_and_land(
+        &self,
+        task: &Task,
+        work: &ExecWork,
+        conflicts: &[Value],
+    ) -> Result<Report, wavecrew_role_kit::Landed> {
         let run = work.run.as_ref();
         // In a worktree, exactly the task's branch against its base.
         let files: Vec<String> = match work.workspace.changed_files() {
             Ok(Some(files)) => files,
             Ok(None) => run.map(TaskRun::files_changed).unwrap_or_default(),
-            Err(e) => return self.failure_report(task, &e),
+            Err(e) => return Ok(self.failure_report(task, &e)),
         };
         let syntax = check_syntax(
             &work.cwd,
@@ -406,7 +534,7 @@ impl Role for Executor {
             match review {
                 Ok(review) if review.success => "completed",
                 Ok(_) => "failed",
-                Err(e) => return self.failure_report(task, &e),
+                Err(e) => return Ok(self.failure_report(task, &e)),
             }
         } else {
             "skipped"
@@ -435,14 +563,6 @@ impl Role for Executor {
             "plan_path": work.plan_path,
         });
         let failed = syntax_word == "fail" || acceptance_word == "fail";
-        if !failed && !final_text.is_empty() {
-            let _ = wavecrew_core::wisdom::append_wisdom(
-                &self.ctx.session_dir,
-                "executor",
-                &task.id,
-                &final_text,
-            );
-        }
         let used_backend = backend_used(run, &work.decision.backend);
         // The merge queue: only validated work lands; a dependency counts
         // as done once its work is on the integration branch.
@@ -451,32 +571,25 @@ impl Role for Executor {
         } else {
             match work.workspace.land(task, &commit_message(task)) {
                 Ok(l) => Some(l),
-                Err(e) => return self.failure_report(task, &e),
+                Err(e) => return Ok(self.failure_report(task, &e)),
             }
         };
-        if let Some(wavecrew_role_kit::Landed::Conflict {
-            files: conflicted,
-            messages,
-            upstream,
-        }) = &landed
-        {
-            return ReportBuilder::new(TaskStatus::Failed, "task_failed", task)
-                .field(
-                    "error",
-                    format!(
-                        "its work conflicts with work landed since its base in {}",
-                        conflicted.join(", ")
-                    ),
-                )
-                .field(
-                    "conflict",
-                    json!({"files": conflicted, "messages": messages, "upstream": upstream}),
-                )
-                .field("retry_count", task.attempts)
-                .field("branch", work.workspace.branch().map(|(b, _)| b))
-                .field("timestamp", now())
-                .summary(format!("{} conflicts with landed work", task.id.as_str()))
-                .build();
+        if let Some(conflict @ wavecrew_role_kit::Landed::Conflict { .. }) = landed {
+            return Err(conflict);
+        }
+        if let Some(landed) = &landed {
+            self.ctx
+                .record_landing("executor", task, &work.workspace, landed, false);
+        }
+        // What the agent learned is wisdom once its work counts (landed,
+        // or in place): never a version that conflicted.
+        if !failed && !final_text.is_empty() {
+            let _ = wavecrew_core::wisdom::append_wisdom(
+                &self.ctx.session_dir,
+                "executor",
+                &task.id,
+                &final_text,
+            );
         }
         let merge_commit = match &landed {
             Some(wavecrew_role_kit::Landed::Commit(c)) => Some(c.clone()),
@@ -522,22 +635,16 @@ impl Role for Executor {
                 .field("merge_commit", merge_commit),
             None => report,
         };
-        report
+        let report = if conflicts.is_empty() {
+            report
+        } else {
+            report.field("conflicts", conflicts)
+        };
+        Ok(report
             .field("execution_backend", &used_backend)
             .field("timestamp", now())
             .field("evidence", evidence)
-            .build()
-    }
-
-    fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
-        ReportBuilder::phase_failed("task_failed", task, error)
-            .field("retry_count", task.attempts)
-            .field(
-                "validation_results",
-                json!({"syntax": "not_run", "acceptance": "not_verified"}),
-            )
-            .field("timestamp", now())
-            .build()
+            .build())
     }
 }
 

@@ -10,12 +10,16 @@
 //! In place (`mode = "in-place"`, the default, or a folder that is not a git
 //! work tree), the agent works in the project folder.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+use wavecrew_core::bus::NewMessage;
 
 use wavecrew_backends::config::IsolationMode;
 use wavecrew_core::Task;
 use wavecrew_core::role::PhaseError;
-use wavecrew_isolation::{Integration, Landing, Repo, Worktree};
+use wavecrew_isolation::{Integration, Landing, Repo, Upstream, Worktree};
 
 use crate::context::RoleContext;
 
@@ -53,8 +57,80 @@ pub enum Landed {
         /// git's messages.
         messages: String,
         /// The landed commits that touched those files.
-        upstream: Vec<String>,
+        upstream: Vec<Upstream>,
     },
+}
+
+impl Landed {
+    /// A conflict as task results and bus records carry it: `files`,
+    /// `messages`, `upstream` (commit, subject, task) and `with` (the
+    /// tasks); `None` for anything else.
+    pub fn conflict_json(&self) -> Option<Value> {
+        let Landed::Conflict {
+            files,
+            messages,
+            upstream,
+        } = self
+        else {
+            return None;
+        };
+        Some(json!({
+            "files": files, "messages": messages, "upstream": upstream,
+            "with": self.conflicting_tasks(),
+        }))
+    }
+
+    /// What a revision's agent is told about a conflict: the files, git's
+    /// messages, the commits that landed on them, and where its first
+    /// version is.
+    pub fn conflict_brief(&self, first: &Workspace) -> Option<String> {
+        let Landed::Conflict {
+            files,
+            messages,
+            upstream,
+        } = self
+        else {
+            return None;
+        };
+        let mut text = String::from("Conflicted files:\n");
+        for f in files {
+            let _ = writeln!(text, "- {f}");
+        }
+        if !messages.trim().is_empty() {
+            let _ = write!(text, "\ngit says:\n{}\n", messages.trim_end());
+        }
+        if !upstream.is_empty() {
+            text.push_str(
+                "\nWork that landed since your first version started and touched them:\n",
+            );
+            for u in upstream {
+                let short = u.commit.get(..10).unwrap_or(&u.commit);
+                let _ = match &u.task {
+                    Some(t) => writeln!(text, "- {short} {} (task {t})", u.subject),
+                    None => writeln!(text, "- {short} {}", u.subject),
+                };
+            }
+        }
+        if let Some((branch, base)) = first.branch() {
+            let short = base.get(..10).unwrap_or(base);
+            let _ = write!(
+                text,
+                "\nYour first version is on the branch {branch}: `git diff {short} {branch}` shows what it changed.\n"
+            );
+        }
+        Some(text)
+    }
+
+    /// The tasks a conflict is with (from the landed commits' trailers).
+    pub fn conflicting_tasks(&self) -> Vec<String> {
+        let Landed::Conflict { upstream, .. } = self else {
+            return Vec::new();
+        };
+        let mut tasks: Vec<String> = upstream.iter().filter_map(|u| u.task.clone()).collect();
+        tasks.sort();
+        tasks.dedup();
+        tasks
+    }
 }
 
 fn phase(what: &str, e: impl std::fmt::Display) -> PhaseError {
@@ -201,6 +277,80 @@ impl Workspace {
             && let Err(e) = integration.remove_worktree(worktree)
         {
             tracing::warn!("cannot remove {}: {e}", worktree.path.display());
+        }
+    }
+}
+
+impl RoleContext {
+    /// Put a landing on the bus, from `role` to the coordinator: a
+    /// `task_merged` record when work landed, a `merge_conflict` record on a
+    /// conflict (`revision`: whether the task gets a revision, or is now
+    /// blocked). Nothing in place or when nothing landed.
+    pub fn record_landing(
+        &self,
+        role: &str,
+        task: &Task,
+        workspace: &Workspace,
+        landed: &Landed,
+        revision: bool,
+    ) {
+        let Workspace::Isolated {
+            integration,
+            worktree,
+        } = workspace
+        else {
+            return;
+        };
+        let id = task.id.as_str();
+        let mut data = Map::new();
+        data.insert("task_id".into(), json!(id));
+        data.insert("branch".into(), json!(worktree.branch));
+        data.insert("base".into(), json!(worktree.base));
+        data.insert("integration_branch".into(), json!(integration.branch()));
+        let (kind, summary) = match landed {
+            Landed::Commit(commit) => {
+                data.insert("merge_commit".into(), json!(commit));
+                let short = commit.get(..10).unwrap_or(commit);
+                (
+                    "task_merged",
+                    format!("{id} merged into {} at {short}", integration.branch()),
+                )
+            }
+            Landed::Conflict { files, .. } => {
+                let with = landed.conflicting_tasks();
+                data.insert("files".into(), json!(files));
+                data.insert("with".into(), json!(with));
+                data.insert("revision".into(), json!(revision));
+                let with = if with.is_empty() {
+                    "landed work".to_owned()
+                } else {
+                    with.join(", ")
+                };
+                (
+                    "merge_conflict",
+                    format!(
+                        "{id} conflicts with {with} in {}{}",
+                        files.join(", "),
+                        if revision {
+                            ": one revision"
+                        } else {
+                            ": blocked"
+                        }
+                    ),
+                )
+            }
+            Landed::InPlace | Landed::Nothing => return,
+        };
+        let message = NewMessage {
+            from: role.to_owned(),
+            to: Some("coordinator".into()),
+            kind: Some(kind.into()),
+            summary: Some(format!("[{role}] {summary}")),
+            data: Some(data),
+            reference: None,
+        };
+        if let Err(e) = self.bus.log(message) {
+            tracing::warn!("message bus: {e}");
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use wavecrew_core::bus::MessageBus;
-use wavecrew_core::{SessionStatus, Task, TaskId, TaskStatus};
+use wavecrew_core::{SessionStatus, Task, TaskId};
 
 use crate::orchestrate::{RunEnd, Team};
 use crate::reconcile::write_session;
@@ -42,7 +42,7 @@ impl<B: MessageBus + 'static> Team<B> {
             wavecrew_report::write_reports(&self.valid.dir).map(|_| self.valid.dir.join("reports"));
         let failures = tasks
             .iter()
-            .filter(|t| t.status == TaskStatus::Failed)
+            .filter(|t| t.status.is_unsuccessful())
             .map(|t| {
                 let why = t.error().unwrap_or("no error recorded");
                 (t.id.clone(), why.to_owned())

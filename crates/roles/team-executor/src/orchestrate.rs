@@ -628,7 +628,7 @@ impl<B: MessageBus + 'static> Team<B> {
         }
         let failed: Vec<TaskId> = tasks
             .iter()
-            .filter(|t| t.status == TaskStatus::Failed)
+            .filter(|t| t.status.is_unsuccessful())
             .map(|t| t.id.clone())
             .collect();
         let skipped: Vec<TaskId> = tasks
@@ -828,6 +828,9 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
         let outcome = match task.status {
             TaskStatus::Completed => RunOutcome::Succeeded,
             TaskStatus::Failed => RunOutcome::failed(task.error().unwrap_or("failed")),
+            // Needs a person (a merge conflict that survived its revision):
+            // an end for this run, as a failure is.
+            TaskStatus::Blocked => RunOutcome::failed(task.error().unwrap_or("blocked")),
             TaskStatus::Skipped => return Some(RunOutcome::failed("skipped")),
             _ => return None,
         };

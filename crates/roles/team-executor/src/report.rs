@@ -110,7 +110,7 @@ pub fn banner(valid: &ValidSession, tasks: &[Task], elapsed: Duration) -> String
     }
     line(&mut out, "");
     line(&mut out, &format!("Pipeline: {done}/{} tasks", tasks.len()));
-    for status in [TaskStatus::Failed, TaskStatus::Skipped] {
+    for status in [TaskStatus::Failed, TaskStatus::Blocked, TaskStatus::Skipped] {
         let ids: Vec<&str> = tasks
             .iter()
             .filter(|t| t.status == status)
@@ -163,6 +163,7 @@ pub fn check_text(valid: &ValidSession, tasks: &[Task]) -> String {
             Some(TaskStatus::InProgress) => ">>>",
             Some(TaskStatus::Failed) => "FAIL",
             Some(TaskStatus::Skipped) => "skip",
+            Some(TaskStatus::Blocked) => "BLOCKED",
             Some(_) => "o",
             None => ".",
         };
