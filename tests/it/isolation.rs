@@ -191,6 +191,12 @@ fn in_place_the_neighbours_half_done_edit_fails_the_task() {
 /// dependencies, and `agent` (a Python script run with the task id, the
 /// prompt on stdin) as the agent, isolated.
 fn text_project(tasks: &[&str], agent: &str) -> Project {
+    text_project_with(tasks, agent, "")
+}
+
+/// [`text_project`] with more of `wavecrew.toml`, and `check.py` (fails
+/// when a text file says `bad`) committed for a verify command to run.
+fn text_project_with(tasks: &[&str], agent: &str, toml_extra: &str) -> Project {
     let spec: Vec<(&str, &[&str], &str)> =
         tasks.iter().map(|t| (*t, &[][..], "developer")).collect();
     let p = project(&spec, &serde_json::json!([]), "");
@@ -204,9 +210,17 @@ fn text_project(tasks: &[&str], agent: &str) -> Project {
         format!(
             "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
              argv = [\"python3\", {:?}, \"{{task_id}}\"]\nprompt = \"stdin\"\nstream = \"none\"\n\n\
-             [routing]\nmax_retries = 0\nfallback = []\n\n[isolation]\nmode = \"worktree\"\n",
+             [routing]\nmax_retries = 0\nfallback = []\n\n[isolation]\nmode = \"worktree\"\n{toml_extra}",
             agent.display().to_string()
         ),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("check.py"),
+        "import pathlib, sys\n\
+         bad = [str(p) for p in pathlib.Path('.').glob('*.txt') if 'bad' in p.read_text()]\n\
+         print('bad files: ' + ', '.join(bad) if bad else 'all good')\n\
+         sys.exit(1 if bad else 0)\n",
     )
     .unwrap();
     git(root, &["init", "-q", "-b", "main"]);
@@ -322,4 +336,43 @@ fn revision_prompt(p: &Project, task: &str) -> String {
         .max()
         .unwrap();
     std::fs::read_to_string(dir.join(last.to_string()).join("prompt.md")).unwrap()
+}
+
+#[test]
+fn a_merge_that_fails_verify_does_not_land_and_the_task_gets_one_revision() {
+    // IMPL-002 first writes a file the project's check rejects; told why,
+    // its revision fixes it.
+    let agent = "import pathlib, sys\n\
+task = sys.argv[1]\n\
+prompt = sys.stdin.read()\n\
+if task == 'IMPL-001':\n\
+\x20   pathlib.Path('a.txt').write_text('fine\\n')\n\
+elif 'failed `python3 check.py`' in prompt and 'bad files: b.txt' in prompt:\n\
+\x20   pathlib.Path('b.txt').write_text('good\\n')\n\
+else:\n\
+\x20   pathlib.Path('b.txt').write_text('bad\\n')\n\
+print(task + ' done')\n";
+    let p = text_project_with(
+        &["IMPL-001", "IMPL-002"],
+        agent,
+        "\n[integration]\nverify = \"python3 check.py\"\n",
+    );
+    let root = p.root();
+    let o = run_bin(
+        "wavecrew",
+        &["run", p.session().to_str().unwrap(), "--max-parallel", "2"],
+        root,
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    let branch = format!("wavecrew/{SESSION}");
+    assert_eq!(git(root, &["show", &format!("{branch}:b.txt")]), "good\n");
+    assert_eq!(git(root, &["show", &format!("{branch}:a.txt")]), "fine\n");
+    // The bad version never reached the integration branch.
+    let history = git(root, &["log", "-p", "--format=%H", &branch, "--", "b.txt"]);
+    assert!(!history.contains("+bad"), "{history}");
+    let bus = std::fs::read_to_string(p.session().join(".msg/messages.jsonl")).unwrap();
+    assert_eq!(bus.matches("\"merge_rejected\"").count(), 1, "{bus}");
+    assert_eq!(bus.matches("\"task_merged\"").count(), 2, "{bus}");
+    let prompt = revision_prompt(&p, "IMPL-002");
+    assert!(prompt.contains("bad files: b.txt"), "{prompt}");
 }

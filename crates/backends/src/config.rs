@@ -363,6 +363,56 @@ pub struct IsolationConfig {
     pub copy: Vec<String>,
 }
 
+/// `[integration]`: checks on the merged result, in isolated sessions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IntegrationConfig {
+    /// A command run on each merge candidate (the integration tip with the
+    /// task's work merged), in a worktree of it, before it lands: `"cargo
+    /// test"` (split into words, never given to a shell) or an argv list.
+    /// It fails → not merged, and the task gets a revision with its output.
+    pub verify: Option<CommandLine>,
+    /// How long `verify` may run, in seconds.
+    pub verify_timeout_secs: u64,
+}
+
+impl Default for IntegrationConfig {
+    fn default() -> Self {
+        IntegrationConfig {
+            verify: None,
+            verify_timeout_secs: 900,
+        }
+    }
+}
+
+/// A command as a user writes it: one line, split into words as a shell
+/// would split them (quotes honoured, nothing expanded, no shell run), or
+/// the argv itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CommandLine {
+    /// `"cargo test --workspace"`.
+    Line(String),
+    /// `["cargo", "test", "--workspace"]`.
+    Argv(Vec<String>),
+}
+
+impl CommandLine {
+    /// The argv, or why there is none (unbalanced quotes, empty).
+    pub fn argv(&self) -> Result<Vec<String>, String> {
+        let argv = match self {
+            CommandLine::Line(line) => {
+                shell_words::split(line).map_err(|e| format!("cannot split {line:?}: {e}"))?
+            }
+            CommandLine::Argv(argv) => argv.clone(),
+        };
+        if argv.first().is_none_or(String::is_empty) {
+            return Err("expected a command, got an empty one".into());
+        }
+        Ok(argv)
+    }
+}
+
 /// `[budget]`: spend limits, counted live from the agents' usage events.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -435,6 +485,8 @@ pub struct Config {
     pub prices: BTreeMap<String, Price>,
     /// `[isolation]`.
     pub isolation: IsolationConfig,
+    /// `[integration]`.
+    pub integration: IntegrationConfig,
     /// Where the file was read from (not a key).
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -527,6 +579,17 @@ impl Config {
                     format!("expected a path inside the project, got {path:?}"),
                 ));
             }
+        }
+        if let Some(verify) = &self.integration.verify {
+            verify
+                .argv()
+                .map_err(|message| invalid("integration.verify".into(), message))?;
+        }
+        if self.integration.verify_timeout_secs == 0 {
+            return Err(invalid(
+                "integration.verify_timeout_secs".into(),
+                "expected at least 1".into(),
+            ));
         }
         // A budget too small for any task would cut everything and help
         // no one: at least 1,000 characters.

@@ -13,6 +13,7 @@ use crate::error::{IsolationError, Result};
 use crate::git::{self, git};
 use crate::integration::{Integration, LAND_LOCK, TRAILER};
 use crate::lock::lock;
+use crate::verify::Verdict;
 use crate::worktree::{TASK_BRANCH_PREFIX, Worktree};
 
 /// How many times a landing retries after losing the compare-and-swap.
@@ -51,6 +52,14 @@ pub enum Landing {
         /// The integration commits since the task's base that touched the
         /// conflicted files, newest first.
         upstream: Vec<Upstream>,
+    },
+    /// The merged result failed its check (`[integration] verify`); the
+    /// integration branch is unchanged.
+    Rejected {
+        /// The candidate that failed.
+        commit: String,
+        /// What the check said.
+        output: String,
     },
 }
 
@@ -190,6 +199,20 @@ impl Integration {
     /// swap starts again from the new tip. Uncommitted changes in the
     /// worktree are not landed: call [`Integration::commit`] first.
     pub fn land(&self, wt: &Worktree, task: &str) -> Result<Landing> {
+        self.land_checked(wt, task, &mut |_, _| Ok(Verdict::Pass))
+    }
+
+    /// [`Integration::land`], with `check` run on each merge candidate
+    /// (the commit the branch would move to) inside the queue's lock,
+    /// before the branch moves: [`Verdict::Fail`] →
+    /// [`Landing::Rejected`] and nothing lands.
+    /// [`Integration::candidate_worktree`] gives a worktree of it.
+    pub fn land_checked(
+        &self,
+        wt: &Worktree,
+        task: &str,
+        check: &mut dyn FnMut(&Integration, &str) -> Result<Verdict>,
+    ) -> Result<Landing> {
         self.check_task_worktree(wt, task)?;
         let _guard = lock(&self.state_dir.join(LAND_LOCK))?;
         let integration = self.reference();
@@ -223,6 +246,12 @@ impl Integration {
                         Err(conflict) => return Ok(conflict),
                     }
                 };
+            if let Verdict::Fail(output) = check(self, &new)? {
+                return Ok(Landing::Rejected {
+                    commit: new,
+                    output,
+                });
+            }
             let reason = format!("wavecrew: land task {task}");
             if self.repo.update_ref(&integration, &new, &tip, &reason)? {
                 return Ok(landing(new));

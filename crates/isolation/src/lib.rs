@@ -24,6 +24,9 @@
 //!   plus `commit-tree`, then a compare-and-swap `update-ref`; a conflict is
 //!   reported with the files, git's messages and the upstream commits.
 //!   [`Integration::merged_tasks`] reads what landed from the trailers.
+//!   [`Integration::land_checked`] runs a check on each merge candidate
+//!   first (in [`Integration::candidate_worktree`]); a failure lands
+//!   nothing.
 //! - [`Integration::prune_stale`], [`Integration::remove_worktree`] and
 //!   [`Integration::clean`] tidy up; [`Integration::apply`] fast-forwards
 //!   the user's branch to the result when nothing moved meanwhile.
@@ -83,6 +86,7 @@ mod integration;
 mod land;
 mod lock;
 mod repo;
+mod verify;
 mod worktree;
 
 pub use error::{IsolationError, Result};
@@ -91,4 +95,5 @@ pub use integration::{
 };
 pub use land::{Landing, Upstream};
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Repo};
+pub use verify::Verdict;
 pub use worktree::{TASK_BRANCH_PREFIX, Worktree};

@@ -31,9 +31,9 @@ use crate::repo::Repo;
 /// and git cannot have both a ref and a folder of refs with one name.
 pub const TASK_BRANCH_PREFIX: &str = "wavecrew-tasks/";
 /// The folder of read-only worktrees inside [`Integration::worktrees_dir`].
-const DETACHED_DIR: &str = ".detached";
+pub(crate) const DETACHED_DIR: &str = ".detached";
 /// The lock that serialises worktree creation and removal.
-const WORKTREE_LOCK: &str = "worktrees.lock";
+pub(crate) const WORKTREE_LOCK: &str = "worktrees.lock";
 
 /// A worktree wavecrew made: a task attempt's, or a read-only one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,7 +117,7 @@ pub(crate) fn list_worktrees(repo: &Repo) -> Result<Vec<Listed>> {
 }
 
 /// `path` with symlinks resolved when it exists, as given otherwise.
-fn canon(path: &Path) -> PathBuf {
+pub(crate) fn canon(path: &Path) -> PathBuf {
     fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
 }
 
@@ -258,7 +258,7 @@ impl Integration {
     }
 
     /// `git worktree add <path> <what…>` into a clean folder, hooks off.
-    fn add_worktree(&self, path: &Path, what: &[&str]) -> Result<()> {
+    pub(crate) fn add_worktree(&self, path: &Path, what: &[&str]) -> Result<()> {
         if fs::symlink_metadata(path).is_ok() {
             // A leftover folder git does not list: ours, so it goes.
             remove_any(path)?;
@@ -283,7 +283,7 @@ impl Integration {
 
     /// Copy `rel` from the user's tree into the worktree at `wt` (see
     /// [`Integration::open_worktree`] for when it is skipped).
-    fn copy_in(&self, wt: &Path, rel: &str) -> Result<()> {
+    pub(crate) fn copy_in(&self, wt: &Path, rel: &str) -> Result<()> {
         let src = self.repo.top().join(rel);
         let Ok(meta) = fs::metadata(&src) else {
             return Ok(());
@@ -344,7 +344,7 @@ impl Integration {
 
     /// Remove the worktree at `path` (inside our folder): through git when
     /// git lists it, then whatever is left of the folder.
-    fn remove_path(&self, path: &Path, listed: &[Listed]) -> Result<()> {
+    pub(crate) fn remove_path(&self, path: &Path, listed: &[Listed]) -> Result<()> {
         let target = canon(path);
         let known = listed.iter().any(|l| canon(&l.path) == target);
         if known {

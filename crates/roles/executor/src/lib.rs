@@ -138,6 +138,9 @@ pub struct ExecWork {
     /// In a revision after a merge conflict: what the agent is told about
     /// it.
     pub conflict: Option<String>,
+    /// In a revision after the merged result failed `[integration]
+    /// verify`: the failure, the first attempt's previous error.
+    pub previous_error: Option<String>,
 }
 
 fn plan_context(plan: Option<&Plan>, task: &Task) -> String {
@@ -274,6 +277,7 @@ impl Role for Executor {
             review,
             run: None,
             conflict: None,
+            previous_error: None,
         })
     }
 
@@ -284,7 +288,10 @@ impl Role for Executor {
         let max_attempts = ctx.max_attempts();
         // A syntax failure after a successful attempt goes back to the
         // agent with the compiler's words, within the same retry budget.
-        let validation_error: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+        // A revision after a failed check of the merged result starts
+        // with that failure.
+        let validation_error: std::sync::Mutex<Option<String>> =
+            std::sync::Mutex::new(work.previous_error.take());
         let render = |n: u32, error: Option<&str>| {
             let pending = validation_error
                 .lock()
@@ -371,28 +378,43 @@ impl Role for Executor {
         };
         self.ctx
             .record_landing("executor", task, &work.workspace, &first, true);
-        let first_json = first.conflict_json().unwrap_or_default();
+        let earlier: Vec<Value> = first.conflict_json().into_iter().collect();
         let revision = match self.revise(task, work, &first).await {
             Ok(r) => r,
             Err(e) => {
                 return ReportBuilder::phase_failed("task_failed", task, &e)
-                    .field("conflict", &first_json)
-                    .field("conflicts", [&first_json])
+                    .field("conflict", earlier.first())
+                    .field("conflicts", &earlier)
                     .field("retry_count", task.attempts)
                     .field("timestamp", now())
                     .build();
             }
         };
-        let second = match self
-            .check_and_land(task, &revision, std::slice::from_ref(&first_json))
-            .await
-        {
+        let second = match self.check_and_land(task, &revision, &earlier).await {
             Ok(report) => return report,
             Err(conflict) => conflict,
         };
         self.ctx
             .record_landing("executor", task, &revision.workspace, &second, false);
-        blocked_report(task, &revision.workspace, &first_json, &second)
+        match &second {
+            wavecrew_role_kit::Landed::Rejected { command, output } => {
+                ReportBuilder::new(TaskStatus::Failed, "task_failed", task)
+                    .field(
+                        "error",
+                        format!("after one revision the merged result still fails `{command}`"),
+                    )
+                    .field("verify", json!({"command": command, "output": output}))
+                    .field("retry_count", task.attempts)
+                    .field("branch", revision.workspace.branch().map(|(b, _)| b))
+                    .field("timestamp", now())
+                    .summary(format!(
+                        "{} not merged: the merged result fails `{command}`",
+                        task.id.as_str()
+                    ))
+                    .build()
+            }
+            _ => blocked_report(task, &revision.workspace, &earlier, &second),
+        }
     }
 
     fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
@@ -412,7 +434,7 @@ impl Role for Executor {
 fn blocked_report(
     task: &Task,
     workspace: &wavecrew_role_kit::Workspace,
-    first: &Value,
+    earlier: &[Value],
     second: &wavecrew_role_kit::Landed,
 ) -> Report {
     let second_json = second.conflict_json().unwrap_or_default();
@@ -438,7 +460,10 @@ fn blocked_report(
         )
         .field("status", "blocked")
         .field("conflict", &second_json)
-        .field("conflicts", [first, &second_json])
+        .field(
+            "conflicts",
+            earlier.iter().chain([&second_json]).collect::<Vec<_>>(),
+        )
         .field("retry_count", task.attempts)
         .field("branch", branch)
         .field("base", base)
@@ -469,6 +494,15 @@ impl Executor {
             review: work.review.clone(),
             run: None,
             conflict: conflict.conflict_brief(&work.workspace),
+            previous_error: match conflict {
+                wavecrew_role_kit::Landed::Rejected { command, output } => Some(format!(
+                    "your work, merged with the integration branch, failed `{command}` \
+                     (the session's [integration] verify), so it did not land. \
+                     This worktree holds the integration branch as it is now; \
+                     make the task's change so that the merged result passes.\n{output}"
+                )),
+                _ => None,
+            },
         };
         self.execute(task, &mut revision).await?;
         Ok(revision)
@@ -569,12 +603,21 @@ impl Executor {
         let landed = if failed {
             None
         } else {
-            match work.workspace.land(task, &commit_message(task)) {
+            let verify = self.ctx.verify();
+            match work
+                .workspace
+                .land(task, &commit_message(task), verify.as_ref())
+                .await
+            {
                 Ok(l) => Some(l),
                 Err(e) => return Ok(self.failure_report(task, &e)),
             }
         };
-        if let Some(conflict @ wavecrew_role_kit::Landed::Conflict { .. }) = landed {
+        if let Some(
+            conflict @ (wavecrew_role_kit::Landed::Conflict { .. }
+            | wavecrew_role_kit::Landed::Rejected { .. }),
+        ) = landed
+        {
             return Err(conflict);
         }
         if let Some(landed) = &landed {

@@ -48,4 +48,4 @@ pub use prompt::{Preview, PromptPreview};
 pub use report::ReportBuilder;
 pub use run::{Follow, RoleExit, run_role};
 pub use session::{KitError, OpenSpec, RoleSession, StoreLayout};
-pub use workspace::{Landed, Workspace};
+pub use workspace::{Landed, Verify, Workspace};

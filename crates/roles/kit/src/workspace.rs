@@ -19,7 +19,7 @@ use wavecrew_core::bus::NewMessage;
 use wavecrew_backends::config::IsolationMode;
 use wavecrew_core::Task;
 use wavecrew_core::role::PhaseError;
-use wavecrew_isolation::{Integration, Landing, Repo, Upstream, Worktree};
+use wavecrew_isolation::{Integration, Landing, Repo, Upstream, Verdict, Worktree};
 
 use crate::context::RoleContext;
 
@@ -58,6 +58,13 @@ pub enum Landed {
         messages: String,
         /// The landed commits that touched those files.
         upstream: Vec<Upstream>,
+    },
+    /// The merged result failed `[integration] verify`: nothing landed.
+    Rejected {
+        /// The command.
+        command: String,
+        /// What it said.
+        output: String,
     },
 }
 
@@ -232,8 +239,14 @@ impl Workspace {
     }
 
     /// Commit the task's work on its branch and land it through the merge
-    /// queue.
-    pub fn land(&self, task: &Task, message: &str) -> Result<Landed, PhaseError> {
+    /// queue; with `verify` (`[integration] verify`), each merge candidate
+    /// is checked first, in a worktree of it, and a failure lands nothing.
+    pub async fn land(
+        &self,
+        task: &Task,
+        message: &str,
+        verify: Option<&Verify>,
+    ) -> Result<Landed, PhaseError> {
         let Workspace::Isolated {
             integration,
             worktree,
@@ -241,27 +254,47 @@ impl Workspace {
         else {
             return Ok(Landed::InPlace);
         };
-        integration
-            .commit(worktree, task.id.as_str(), message)
-            .map_err(|e| phase("committing the task's work", e))?;
-        let landing = integration
-            .land(worktree, task.id.as_str())
-            .map_err(|e| phase("the merge queue", e))?;
-        Ok(match landing {
-            Landing::FastForward { commit }
-            | Landing::Merged { commit }
-            | Landing::AlreadyMerged { commit } => Landed::Commit(commit),
-            Landing::NothingToLand => Landed::Nothing,
-            Landing::Conflict {
-                files,
-                messages,
-                upstream,
-            } => Landed::Conflict {
-                files,
-                messages,
-                upstream,
-            },
+        let (integration, worktree) = ((**integration).clone(), worktree.clone());
+        let (id, message, verify) = (
+            task.id.as_str().to_owned(),
+            message.to_owned(),
+            verify.cloned(),
+        );
+        let runtime = tokio::runtime::Handle::current();
+        tokio::task::spawn_blocking(move || {
+            integration
+                .commit(&worktree, &id, &message)
+                .map_err(|e| phase("committing the task's work", e))?;
+            let command = verify.as_ref().map(Verify::display).unwrap_or_default();
+            let mut check = |i: &Integration, candidate: &str| {
+                let Some(verify) = &verify else {
+                    return Ok(Verdict::Pass);
+                };
+                let wt = i.candidate_worktree(candidate, &verify.copy)?;
+                Ok(runtime.block_on(verify.run(&wt.path)))
+            };
+            let landing = integration
+                .land_checked(&worktree, &id, &mut check)
+                .map_err(|e| phase("the merge queue", e))?;
+            Ok(match landing {
+                Landing::FastForward { commit }
+                | Landing::Merged { commit }
+                | Landing::AlreadyMerged { commit } => Landed::Commit(commit),
+                Landing::NothingToLand => Landed::Nothing,
+                Landing::Conflict {
+                    files,
+                    messages,
+                    upstream,
+                } => Landed::Conflict {
+                    files,
+                    messages,
+                    upstream,
+                },
+                Landing::Rejected { output, .. } => Landed::Rejected { command, output },
+            })
         })
+        .await
+        .map_err(|e| phase("the merge queue", e))?
     }
 
     /// After a landed task: its worktree goes (its branch stays as a ref).
@@ -284,8 +317,9 @@ impl Workspace {
 impl RoleContext {
     /// Put a landing on the bus, from `role` to the coordinator: a
     /// `task_merged` record when work landed, a `merge_conflict` record on a
-    /// conflict (`revision`: whether the task gets a revision, or is now
-    /// blocked). Nothing in place or when nothing landed.
+    /// conflict and a `merge_rejected` one when `[integration] verify`
+    /// failed (`revision`: whether the task gets a revision, or ends).
+    /// Nothing in place or when nothing landed.
     pub fn record_landing(
         &self,
         role: &str,
@@ -339,6 +373,15 @@ impl RoleContext {
                     ),
                 )
             }
+            Landed::Rejected { command, output } => {
+                data.insert("command".into(), json!(command));
+                data.insert("output".into(), json!(output));
+                data.insert("revision".into(), json!(revision));
+                (
+                    "merge_rejected",
+                    format!("{id} not merged: the merged result failed `{command}`"),
+                )
+            }
             Landed::InPlace | Landed::Nothing => return,
         };
         let message = NewMessage {
@@ -352,5 +395,82 @@ impl RoleContext {
         if let Err(e) = self.bus.log(message) {
             tracing::warn!("message bus: {e}");
         }
+    }
+}
+
+/// `[integration] verify`, ready to run on merge candidates.
+#[derive(Debug, Clone)]
+pub struct Verify {
+    /// The command.
+    pub argv: Vec<String>,
+    /// Its time limit.
+    pub timeout: std::time::Duration,
+    /// `[isolation] copy`: files the candidate's worktree needs too.
+    pub copy: Vec<String>,
+}
+
+impl Verify {
+    /// The command line, for messages.
+    pub fn display(&self) -> String {
+        shell_quote(&self.argv)
+    }
+
+    /// Run it in `dir`: pass when it exits 0; otherwise fail with how it
+    /// ended and its output.
+    async fn run(&self, dir: &Path) -> Verdict {
+        let Some((program, args)) = self.argv.split_first() else {
+            return Verdict::Pass;
+        };
+        let cmd = wavecrew_validation::process::Cmd::new(program, args, dir).timeout(self.timeout);
+        let out = wavecrew_validation::process::run(&cmd).await;
+        if out.success() {
+            return Verdict::Pass;
+        }
+        let how = match &out.ended {
+            wavecrew_validation::process::Ended::TimedOut => {
+                format!("timed out after {} s", self.timeout.as_secs())
+            }
+            wavecrew_validation::process::Ended::NotFound => format!("`{program}` was not found"),
+            wavecrew_validation::process::Ended::SpawnFailed { message } => message.clone(),
+            wavecrew_validation::process::Ended::Exited { code, signal } => match (code, signal) {
+                (Some(c), _) => format!("exited with {c}"),
+                (_, Some(s)) => format!("was killed by signal {s}"),
+                _ => "failed".into(),
+            },
+        };
+        Verdict::Fail(format!(
+            "`{}` {how}\n{}",
+            self.display(),
+            out.combined().trim_end()
+        ))
+    }
+}
+
+fn shell_quote(argv: &[String]) -> String {
+    argv.iter()
+        .map(|w| {
+            if !w.is_empty()
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                w.clone()
+            } else {
+                format!("'{}'", w.replace('\'', "'\\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+impl RoleContext {
+    /// `[integration] verify` of the session's configuration, when set.
+    pub fn verify(&self) -> Option<Verify> {
+        let integration = &self.config.integration;
+        let argv = integration.verify.as_ref()?.argv().ok()?;
+        Some(Verify {
+            argv,
+            timeout: std::time::Duration::from_secs(integration.verify_timeout_secs),
+            copy: self.config.isolation.copy.clone(),
+        })
     }
 }
