@@ -242,6 +242,7 @@ fn prepare(opened: &mut Opened) -> Result<(), CliError> {
     let tasks = opened.store.list()?;
     wavecrew_role_team::check_graph(&tasks)
         .map_err(|e| CliError::bad_input(anyhow::anyhow!("{}: {e}", opened.valid.dir.display())))?;
+    crate::commands::integration::prune_at_start(&opened.valid.dir);
     Ok(())
 }
 

@@ -19,10 +19,10 @@ use crate::team::{Project, project};
 
 /// A small deterministic generator (no seed from the clock: a failure can
 /// be replayed).
-struct Lcg(u64);
+pub(crate) struct Lcg(pub(crate) u64);
 
 impl Lcg {
-    fn next(&mut self, bound: u64) -> u64 {
+    pub(crate) fn next(&mut self, bound: u64) -> u64 {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -33,8 +33,14 @@ impl Lcg {
 
 /// 30 tasks: each depends on up to two earlier ones; each takes 50–250 ms.
 fn thirty(seed: u64) -> Project {
+    random_session(seed, 30, "")
+}
+
+/// `n` tasks: each depends on up to two earlier ones; each takes 50–250 ms
+/// and writes `out/<id>.txt`.
+pub(crate) fn random_session(seed: u64, n: usize, toml_extra: &str) -> Project {
     let mut rng = Lcg(seed);
-    let ids: Vec<String> = (1..=30).map(|n| format!("IMPL-{n:03}")).collect();
+    let ids: Vec<String> = (1..=n).map(|n| format!("IMPL-{n:03}")).collect();
     let mut deps: Vec<Vec<String>> = Vec::new();
     for i in 0..ids.len() {
         let mut d = Vec::new();
@@ -67,10 +73,10 @@ fn thirty(seed: u64) -> Project {
         .zip(&dep_refs)
         .map(|(id, d)| (id.as_str(), d.as_slice(), "developer"))
         .collect();
-    project(&tasks, &Value::Array(scenarios), "")
+    project(&tasks, &Value::Array(scenarios), toml_extra)
 }
 
-fn spawn_run(p: &Project, crash_retries: &str) -> std::process::Child {
+pub(crate) fn spawn_run(p: &Project, crash_retries: &str) -> std::process::Child {
     let mut cmd = Command::new(bin_path("wavecrew"));
     cmd.args([
         "run",
@@ -88,7 +94,7 @@ fn spawn_run(p: &Project, crash_retries: &str) -> std::process::Child {
     cmd.spawn().unwrap()
 }
 
-fn pid_of(child: &std::process::Child) -> Pid {
+pub(crate) fn pid_of(child: &std::process::Child) -> Pid {
     Pid::from_raw(i32::try_from(child.id()).unwrap())
 }
 

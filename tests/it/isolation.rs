@@ -376,3 +376,112 @@ print(task + ' done')\n";
     let prompt = revision_prompt(&p, "IMPL-002");
     assert!(prompt.contains("bad files: b.txt"), "{prompt}");
 }
+
+/// 20 isolated tasks with dependencies, landing as they finish (merge
+/// commits where they ran side by side); `wavecrew run` and every worker
+/// SIGKILLed at random instants, eight times, then resumed to the end.
+/// Every task lands exactly once (the trailers on the integration branch's
+/// first-parent history, counted, not deduplicated), the repository passes
+/// `git fsck`, nothing is left mid-rebase or mid-merge, no stale worktree
+/// survives the next start, and the user's branch never moved.
+#[test]
+fn killed_at_random_instants_every_task_lands_exactly_once() {
+    use crate::crash::{Lcg, pid_of, random_session, spawn_run};
+    use nix::sys::signal::{Signal, kill, killpg};
+    use nix::unistd::Pid;
+
+    let p = random_session(11, 20, "[isolation]\nmode = \"worktree\"\n");
+    let root = p.root();
+    std::fs::write(root.join(".gitignore"), ".workflow/\n").unwrap();
+    std::fs::write(root.join("README"), "a project\n").unwrap();
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-qm", "start"]);
+    let head = git(root, &["rev-parse", "HEAD"]);
+    let mut rng = Lcg(2026);
+    for _ in 0..8 {
+        let mut child = spawn_run(&p, "9");
+        std::thread::sleep(std::time::Duration::from_millis(300 + rng.next(1500)));
+        let _ = killpg(pid_of(&child), Signal::SIGKILL);
+        let _ = child.wait();
+        for t in p.store().list().unwrap() {
+            if let Some(l) = &t.lease {
+                let _ = kill(
+                    Pid::from_raw(i32::try_from(l.pid).unwrap()),
+                    Signal::SIGKILL,
+                );
+            }
+        }
+    }
+    // A killed run's leftover under wavecrew's worktree folder, and a
+    // folder of the user's beside it.
+    let ours = root.join(format!(".git/wavecrew/worktrees/{SESSION}/IMPL-999/1"));
+    std::fs::create_dir_all(&ours).unwrap();
+    std::fs::write(ours.join("half-made"), "x").unwrap();
+    let theirs = root.join(".git/wavecrew-user-notes");
+    std::fs::create_dir_all(&theirs).unwrap();
+    let o = run_bin(
+        "wavecrew",
+        &[
+            "run",
+            p.session().to_str().unwrap(),
+            "--max-parallel",
+            "3",
+            "--crash-retries",
+            "9",
+        ],
+        root,
+    );
+    assert_eq!(o.code, 0, "the final run did not complete: {}", o.render());
+    assert!(
+        !ours.exists(),
+        "a stale worktree folder survived the start: {}",
+        o.render()
+    );
+    assert!(theirs.exists(), "a folder outside wavecrew's was removed");
+    let interrupted = p
+        .store()
+        .list()
+        .unwrap()
+        .iter()
+        .filter(|t| t.attempts > 1)
+        .count();
+    assert!(
+        interrupted > 0,
+        "no kill interrupted a task: the test proved nothing"
+    );
+
+    let branch = format!("wavecrew/{SESSION}");
+    let trailers = git(
+        root,
+        &[
+            "log",
+            "--first-parent",
+            "--format=%(trailers:key=Wavecrew-Task,valueonly)",
+            &branch,
+        ],
+    );
+    let mut landed = std::collections::BTreeMap::<&str, usize>::new();
+    for t in trailers.lines().filter(|l| !l.is_empty()) {
+        *landed.entry(t).or_default() += 1;
+    }
+    assert_eq!(landed.len(), 20, "{landed:?}");
+    assert!(landed.values().all(|n| *n == 1), "landed twice: {landed:?}");
+    let files = git(root, &["ls-tree", "-r", "--name-only", &branch, "out"]);
+    assert_eq!(files.lines().count(), 20, "{files}");
+    let merges = git(root, &["rev-list", "--merges", "--count", &branch]);
+    assert_ne!(
+        merges, "0",
+        "no task landed beside another: no merge was tested"
+    );
+    git(root, &["fsck", "--no-progress", "--strict"]);
+    let git_dir = root.join(".git");
+    for leftover in ["rebase-merge", "rebase-apply", "MERGE_HEAD"] {
+        assert!(!git_dir.join(leftover).exists(), "{leftover} left behind");
+    }
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(root, &["status", "--porcelain"]), "");
+    // Merged attempts' worktrees are gone; what git lists is not stale.
+    let listed = git(root, &["worktree", "list", "--porcelain"]);
+    assert!(!listed.contains("prunable"), "{listed}");
+}

@@ -20,6 +20,25 @@ fn integration_of(session: &Path) -> Result<Option<Integration>, IsolationError>
     Integration::resume(&repo, &session)
 }
 
+/// Before a run of a session that ran isolated before: forget worktrees
+/// whose folders are gone and remove folders under wavecrew's worktree
+/// folder that git does not list (a killed run's leftovers); nothing
+/// outside that folder, and no live worktree, is touched. A failure is a
+/// warning: the run can go on.
+pub fn prune_at_start(session: &Path) {
+    match integration_of(session) {
+        Ok(Some(integration)) => {
+            if let Err(e) = integration.prune_stale() {
+                output::warning(&format!("cannot prune stale worktrees: {e}"));
+            }
+        }
+        Ok(None) => {}
+        Err(e) => output::warning(&format!(
+            "cannot open the session's integration branch: {e}"
+        )),
+    }
+}
+
 /// After a run: say where an isolated session's work is, and with `apply`
 /// fast-forward the user's branch and work tree to it (or refuse, naming
 /// the command to run). `Exit::Failed` when `--apply` was refused.

@@ -216,6 +216,13 @@ impl Integration {
         self.check_task_worktree(wt, task)?;
         let _guard = lock(&self.state_dir.join(LAND_LOCK))?;
         let integration = self.reference();
+        // A process killed inside `git update-ref` leaves the ref's lock
+        // file, and every later landing would fail on it. Only the queue
+        // moves this ref, and the queue is ours now: it is stale.
+        let stale = self.repo.common_dir().join(format!("{integration}.lock"));
+        if stale.is_file() {
+            std::fs::remove_file(&stale).map_err(|e| IsolationError::io("removing", &stale, e))?;
+        }
         let task_ref = format!("refs/heads/{}", wt.branch);
         for _ in 0..MAX_TRIES {
             let tip = self.tip()?;

@@ -314,3 +314,20 @@ fn commits_without_an_identity_use_wavecrew() {
     );
     p.assert_sound();
 }
+
+#[test]
+fn a_ref_lock_left_by_a_killed_landing_does_not_stop_the_queue() {
+    let p = Project::new();
+    let s = p.start("S-lock");
+    let a = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&a.path, "a.txt", "a\n");
+    s.commit(&a, "IMPL-001", "a").unwrap().unwrap();
+    // What `git update-ref` leaves when it is SIGKILLed mid-write.
+    let lock = p.top.join(".git").join(format!("{}.lock", s.reference()));
+    std::fs::write(&lock, "").unwrap();
+    assert!(matches!(
+        s.land(&a, "IMPL-001").unwrap(),
+        Landing::FastForward { .. }
+    ));
+    assert!(!lock.exists());
+}
