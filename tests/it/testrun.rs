@@ -41,12 +41,19 @@ struct Case {
     fix: Value,
     tool_bin: PathBuf,
     prepare: fn(&Path),
+    /// `[isolation] mode = "worktree"` in a git repository.
+    isolated: bool,
 }
 
 /// Run two `TESTRUN-*` tasks of a project through `wavecrew run` and check
 /// the records; returns the first run record, redacted for a snapshot.
 fn run_case(case: &Case) -> String {
-    let p = project(&[], &json!([case.fix]), "");
+    let isolation = if case.isolated {
+        "[isolation]\nmode = \"worktree\"\n"
+    } else {
+        ""
+    };
+    let p = project(&[], &json!([case.fix]), isolation);
     copy_dir(
         &Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("../crates/validation/tests/fixtures")
@@ -54,6 +61,17 @@ fn run_case(case: &Case) -> String {
         p.root(),
     );
     (case.prepare)(p.root());
+    if case.isolated {
+        let root = p.root();
+        std::fs::write(
+            root.join(".gitignore"),
+            ".workflow/\n__pycache__/\n.pytest_cache/\n.coverage\ncoverage.*\n",
+        )
+        .unwrap();
+        crate::team::git(root, &["init", "-q", "-b", "main"]);
+        crate::team::git(root, &["add", "."]);
+        crate::team::git(root, &["commit", "-qm", "start"]);
+    }
     let s = p.session();
     std::fs::create_dir_all(s.join("roles")).unwrap();
     std::fs::write(
@@ -203,6 +221,17 @@ fn run_case(case: &Case) -> String {
         state["role_state"]["strategist"]["test_strategy"]["framework"], case.framework,
         "the strategist's state is kept"
     );
+    if case.isolated {
+        // The fixes landed on the integration branch, where TESTRUN-002
+        // found them (no fix round); the user's files are untouched.
+        let root = p.root();
+        let branch = format!("wavecrew/{SESSION}");
+        let fixed = crate::team::git(root, &["show", &format!("{branch}:tests/test_calc.py")]);
+        assert!(fixed.contains("calc.multiply(3, 4) == 7"), "{fixed}");
+        let theirs = std::fs::read_to_string(root.join("tests/test_calc.py")).unwrap();
+        assert!(theirs.contains("calc.multiply(3, 4) == 12"), "{theirs}");
+        assert_eq!(crate::team::git(root, &["status", "--porcelain"]), "");
+    }
     let mut record = run1.clone();
     for key in ["timestamp", "evidence", "rounds", "coverage"] {
         record.as_object_mut().unwrap().shift_remove(key);
@@ -210,15 +239,15 @@ fn run_case(case: &Case) -> String {
     serde_json::to_string_pretty(&record).unwrap()
 }
 
-#[test]
-fn the_test_fix_loop_on_a_real_pytest_project() {
+/// The pytest fixture's case, isolated or in place.
+fn pytest_case(isolated: bool) -> Case {
     let pytest = cache().join("py/bin/pytest");
     assert!(
         pytest.exists(),
         "run scripts/test.sh: it installs pytest into {}",
         cache().display()
     );
-    let record = run_case(&Case {
+    Case {
         fixture: "pytest-project",
         framework: "Pytest",
         fix: json!({"match": {"prompt_contains": "Only fix the test files"}, "steps": [
@@ -235,7 +264,21 @@ fn the_test_fix_loop_on_a_real_pytest_project() {
             )
             .unwrap();
         },
-    });
+        isolated,
+    }
+}
+
+#[test]
+fn the_test_fix_loop_on_a_real_pytest_project() {
+    let record = run_case(&pytest_case(false));
+    insta::assert_snapshot!("pytest_run_record", record);
+}
+
+/// Isolated: the tests run in a worktree of the integration branch, the
+/// fixes land through the merge queue, and the record is the same.
+#[test]
+fn the_test_fix_loop_isolated_lands_its_fixes() {
+    let record = run_case(&pytest_case(true));
     insta::assert_snapshot!("pytest_run_record", record);
 }
 
@@ -260,6 +303,7 @@ fn the_test_fix_loop_on_a_real_jest_project() {
             let modules = cache().join("node/node_modules");
             std::os::unix::fs::symlink(modules, root.join("node_modules")).unwrap();
         },
+        isolated: false,
     });
     insta::assert_snapshot!("jest_run_record", record);
 }

@@ -321,6 +321,10 @@ pub struct TestRunWork {
     backend: String,
     outcome: Option<LoopOutcome>,
     record: Option<(PathBuf, RunResult)>,
+    /// Where the tests run and the fixes are made: in an isolated session
+    /// a worktree of the integration branch (which holds every landed
+    /// task's work), whose fixes land through the merge queue.
+    workspace: wavecrew_role_kit::Workspace,
 }
 
 fn dedup_append(existing: Option<&Value>, more: &[String]) -> Value {
@@ -401,12 +405,14 @@ impl Role for TestRunRole {
             .map_err(|e| PhaseError(format!("message bus: {e}")))?;
         let framework = framework_from_state(state.as_ref());
         let decision = self.ctx.decide(task, None);
+        let workspace = self.ctx.workspace(task, task.attempts)?;
         Ok(TestRunWork {
             spec,
             framework,
             backend: decision.backend,
             outcome: None,
             record: None,
+            workspace,
         })
     }
 
@@ -418,7 +424,7 @@ impl Role for TestRunRole {
             .join("evidence")
             .join(task.id.as_str());
         let mut runner = TestRunner::new(
-            &self.ctx.project_root,
+            work.workspace.dir(),
             TestOptions {
                 framework: work.framework.clone(),
                 evidence_dir: Some(evidence),
@@ -501,10 +507,39 @@ impl Role for TestRunRole {
         if let Err(e) = update {
             return ReportBuilder::failed("error", task, &format!("message bus: {e}")).build();
         }
+        // The fix loop's changes land like any task's work; a conflict
+        // fails the run, naming the files and the tasks.
+        let landed = match work
+            .workspace
+            .land(task, &format!("{}: test fixes", task.id.as_str()), None)
+            .await
+        {
+            Ok(l) => l,
+            Err(e) => return ReportBuilder::phase_failed("error", task, &e).build(),
+        };
+        self.ctx
+            .record_landing("executor", task, &work.workspace, &landed, false);
+        if let Some(conflict) = landed.conflict_json() {
+            return ReportBuilder::failed(
+                "error",
+                task,
+                &format!(
+                    "its test fixes conflict with work landed meanwhile in {}",
+                    conflict["files"]
+                ),
+            )
+            .field("conflict", conflict)
+            .build();
+        }
+        let merge_commit = match &landed {
+            wavecrew_role_kit::Landed::Commit(c) => Some(c.clone()),
+            _ => None,
+        };
+        work.workspace.finish(true);
         let coverage = r
             .coverage
             .map_or_else(|| "unknown".into(), |c| format!("{c:.1}"));
-        ReportBuilder::completed(
+        let report = ReportBuilder::completed(
             if r.passed {
                 "tests_passed"
             } else {
@@ -518,12 +553,20 @@ impl Role for TestRunRole {
         .field("coverage", r.coverage)
         .field("coverage_target", r.coverage_target)
         .field("iterations", r.iterations)
-        .field("report", report_text(task, r))
-        .summary(format!(
-            "{}: {coverage}% coverage",
-            if r.passed { "PASSED" } else { "FAILED" }
-        ))
-        .build()
+        .field("report", report_text(task, r));
+        let report = match work.workspace.branch() {
+            Some((branch, base)) => report
+                .field("branch", branch)
+                .field("base", base)
+                .field("merge_commit", merge_commit),
+            None => report,
+        };
+        report
+            .summary(format!(
+                "{}: {coverage}% coverage",
+                if r.passed { "PASSED" } else { "FAILED" }
+            ))
+            .build()
     }
 }
 
