@@ -123,6 +123,15 @@ pub enum IsolationError {
         /// How many times it was tried.
         attempts: u32,
     },
+    /// A shadow repository (for a project folder without git) cannot be
+    /// made or used as it is.
+    #[error("shadow repository `{path}`: {message}")]
+    Shadow {
+        /// The shadow's git dir, or the project folder at fault.
+        path: PathBuf,
+        /// What is wrong, and what was expected.
+        message: String,
+    },
     /// `apply` would change something the user did meanwhile; the user can
     /// run `command` instead.
     #[error("not applied: {reason}; run `{command}` to merge the session's work yourself")]

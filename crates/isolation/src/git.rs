@@ -7,6 +7,13 @@
 //! pointed at. `LC_ALL=C` keeps messages parseable, `GIT_OPTIONAL_LOCKS=0`
 //! keeps `git status` and `git diff` from refreshing (rewriting) an index,
 //! and `GIT_TERMINAL_PROMPT=0` keeps git from waiting on a person.
+//!
+//! A shadow repository (a project folder without git) is never reached
+//! through those variables: `Repo::git` passes `--git-dir=<shadow>` and
+//! `--work-tree=<project>` as arguments of each command instead. A plain
+//! `git -C <shadow git dir>` (what `Repo::top` names for a shadow) works
+//! for the commands that need no work tree (`log`, `merge-tree`,
+//! `merge-base`, `rev-list`), since the shadow is a bare repository.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -173,7 +180,7 @@ pub(crate) fn failed(command: String, out: &Output) -> IsolationError {
 }
 
 /// An argument as a shell would need it, for messages only.
-fn quoted(a: &OsStr) -> String {
+pub(crate) fn quoted(a: &OsStr) -> String {
     let s = a.to_string_lossy();
     if !s.is_empty()
         && s.chars()

@@ -1,7 +1,8 @@
 //! The session's integration branch `wavecrew/<session-id>`: where it
 //! starts (the user's HEAD, or a snapshot of a dirty work tree), its state
 //! file, what has landed on it (read from commit trailers), and `--apply`,
-//! which fast-forwards the user's branch to it when nothing moved.
+//! which fast-forwards the user's branch to it when nothing moved (on a
+//! shadow repository, writes the work into the folder as files: `shadow.rs`).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -11,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use wavecrew_core::fsutil;
 
 use crate::error::{IsolationError, Result};
-use crate::git::{self, git};
+use crate::git;
 use crate::ids::{check_id, check_rel_path};
 use crate::lock::lock;
 use crate::repo::Repo;
@@ -45,6 +46,10 @@ pub(crate) struct State {
     pub(crate) snapshot: bool,
     /// Project-relative paths left out of the snapshot and the apply check.
     pub(crate) exclude: Vec<String>,
+    /// Whether the session runs on a shadow repository (the project folder
+    /// has no git); absent (false) in state files of sessions that do not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) shadow: bool,
 }
 
 /// A session's integration branch, with everything needed to land tasks
@@ -59,15 +64,30 @@ pub struct Integration {
 /// What [`Integration::apply`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Applied {
-    /// The user's branch that moved (`refs/heads/main`).
+    /// The user's branch that moved (`refs/heads/main`); empty for a
+    /// session on a shadow repository (there is no user branch).
     pub branch: String,
-    /// Where it was.
+    /// Where it was (for a shadow repository: the session's base commit).
     pub from: String,
     /// Where it is now (the integration tip; unchanged when `uncommitted`).
     pub to: String,
     /// The session started from uncommitted changes, so its work was
     /// written to the work tree as uncommitted changes, on top of them.
     pub uncommitted: bool,
+    /// For a session on a shadow repository (a project folder without
+    /// git): the files written into the folder and deleted from it; None
+    /// for the user's own repository.
+    pub files: Option<AppliedFiles>,
+}
+
+/// The files [`Integration::apply`] wrote into a project folder without git.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AppliedFiles {
+    /// Project-relative paths written (added, modified, or a mode changed),
+    /// sorted.
+    pub written: Vec<String>,
+    /// Project-relative paths deleted, sorted.
+    pub deleted: Vec<String>,
 }
 
 /// The folder of session `session`'s worktrees in `repo` (see
@@ -99,6 +119,11 @@ impl Integration {
     /// touched. `state_dir/integration.json` records the branch, base,
     /// HEAD and branch at start, and whether a snapshot was taken.
     ///
+    /// On a shadow repository ([`Repo::shadow`]) the same happens inside
+    /// it; the paths the shadow always leaves out (its own git dir) are
+    /// added to `exclude`, and the state records that the session is a
+    /// shadow one.
+    ///
     /// On resume (the state file exists) the recorded branch is used, and
     /// `exclude` is the recorded one. A state file whose branch is gone
     /// (a crash between writing it and creating the branch) gets the branch
@@ -111,10 +136,15 @@ impl Integration {
     ) -> Result<Integration> {
         git::check_version()?;
         check_id("session id", session_id)?;
-        let exclude = exclude
+        let mut exclude = exclude
             .iter()
             .map(|x| check_rel_path("exclude", x))
             .collect::<Result<Vec<_>>>()?;
+        for x in repo.shadow_exclude() {
+            if !exclude.contains(x) {
+                exclude.push(x.clone());
+            }
+        }
         let _guard = lock(&state_dir.join(LAND_LOCK))?;
         if let Some(found) = Self::resume(repo, state_dir)? {
             if found.state.session != session_id {
@@ -140,7 +170,7 @@ impl Integration {
         let head = repo
             .resolve("HEAD")?
             .ok_or_else(|| IsolationError::NoCommit {
-                top: repo.top().to_owned(),
+                top: repo.work_tree().to_owned(),
             })?;
         let branch_at_start = symbolic_head(repo)?;
         let snapshot = snapshot(repo, &head, &exclude, session_id)?;
@@ -153,6 +183,7 @@ impl Integration {
             branch_at_start,
             snapshot: snapshot.is_some(),
             exclude,
+            shadow: repo.is_shadow(),
         };
         // The state first, then the branch: a crash in between is mended by
         // the next start (the branch is made again at the recorded base).
@@ -186,6 +217,22 @@ impl Integration {
             )));
         }
         check_id("session id", &state.session)?;
+        if state.shadow != repo.is_shadow() {
+            return Err(inconsistent(if state.shadow {
+                format!(
+                    "the session ran on a shadow repository (its folder had no git); expected \
+                     the shadow repository in `{}`, not the git repository at `{}`",
+                    state_dir.display(),
+                    repo.work_tree().display()
+                )
+            } else {
+                format!(
+                    "the session ran on the git repository of its project; expected that \
+                     repository, not a shadow repository at `{}`",
+                    repo.common_dir().display()
+                )
+            }));
+        }
         if state.branch != format!("{BRANCH_PREFIX}{}", state.session) {
             return Err(inconsistent(format!(
                 "branch `{}`; expected `{BRANCH_PREFIX}{}`",
@@ -278,7 +325,9 @@ impl Integration {
 
     /// Where this session's worktrees live: a folder wavecrew owns inside
     /// the git common dir, `<common-dir>/wavecrew/worktrees/<session-id>/`,
-    /// so never committed and never in the user's tree.
+    /// so never committed and never in the user's tree (for a shadow
+    /// repository: inside its git dir in the session's state folder, which
+    /// its snapshots leave out).
     pub fn worktrees_dir(&self) -> PathBuf {
         worktrees_dir(&self.repo, &self.state.session)
     }
@@ -306,7 +355,9 @@ impl Integration {
         let tip = self.tip()?;
         let format = format!("--format=%x1e%H%x1f%(trailers:key={TRAILER},valueonly)");
         let range = format!("{}..{tip}", self.state.base);
-        let out = git(self.repo.top())
+        let out = self
+            .repo
+            .git()
             .args(["log", "--first-parent", &format, &range, "--"])
             .run()?;
         let text = String::from_utf8_lossy(&out);
@@ -339,7 +390,18 @@ impl Integration {
     /// exactly that snapshot, the session's work is written onto it as
     /// uncommitted changes ([`Applied::uncommitted`]); once they changed, it
     /// is refused.
+    ///
+    /// A session on a shadow repository has no branch to move: while the
+    /// project's files are still the ones it started from, its work (base
+    /// to tip: added, modified and deleted files, modes, symlinks) is
+    /// written into the folder as files ([`Applied::files`]); when they
+    /// changed, it is refused naming the changed files. An apply cut short
+    /// (a kill) is finished by the next one: a file already holding the
+    /// session's version counts as unchanged.
     pub fn apply(&self) -> Result<Applied> {
+        if self.repo.is_shadow() {
+            return self.apply_files();
+        }
         let command = format!("git merge {}", self.state.branch);
         let refuse = |reason: String| {
             Err(IsolationError::Refused {
@@ -347,7 +409,6 @@ impl Integration {
                 command: command.clone(),
             })
         };
-        let top = self.repo.top();
         let Some(branch) = self.state.branch_at_start.clone() else {
             return refuse("HEAD was detached when the session started".into());
         };
@@ -368,7 +429,7 @@ impl Integration {
                 short(&head)
             ));
         }
-        let mut status = git(top).args([
+        let mut status = self.repo.git().args([
             "status",
             "--porcelain=v1",
             "-z",
@@ -405,7 +466,9 @@ impl Integration {
             ));
         }
         let tip = self.tip()?;
-        let (line, out) = git(top)
+        let (line, out) = self
+            .repo
+            .git()
             .args(["merge", "--ff-only", "--no-edit", "--end-of-options", &tip])
             .output()?;
         if !out.status.success() {
@@ -416,6 +479,7 @@ impl Integration {
             from: head,
             to: tip,
             uncommitted: false,
+            files: None,
         })
     }
 }
@@ -425,7 +489,6 @@ impl Integration {
     /// uncommitted changes; the branch and the index stay where they are.
     fn apply_to_work_tree(&self, branch: String, head: String) -> Result<Applied> {
         let tip = self.tip()?;
-        let top = self.repo.top();
         let scratch = self.repo.common_dir().join("wavecrew").join("tmp");
         fs::create_dir_all(&scratch).map_err(|e| IsolationError::io("creating", &scratch, e))?;
         let patch = tempfile::Builder::new()
@@ -433,7 +496,9 @@ impl Integration {
             .suffix(".patch")
             .tempfile_in(&scratch)
             .map_err(|e| IsolationError::io("creating a temp file in", &scratch, e))?;
-        let diff = git(top)
+        let diff = self
+            .repo
+            .git()
             .args(["diff", "--binary", "--no-color", "--no-ext-diff"])
             .arg(&self.state.base)
             .arg(&tip)
@@ -441,7 +506,8 @@ impl Integration {
         fs::write(patch.path(), &diff)
             .map_err(|e| IsolationError::io("writing", patch.path(), e))?;
         if !diff.is_empty() {
-            git(top)
+            self.repo
+                .git()
                 .args(["apply", "--whitespace=nowarn", "--"])
                 .arg(patch.path())
                 .run()?;
@@ -451,13 +517,15 @@ impl Integration {
             from: head.clone(),
             to: head,
             uncommitted: true,
+            files: None,
         })
     }
 }
 
 /// The user's checked-out branch (`refs/heads/main`), None when detached.
 fn symbolic_head(repo: &Repo) -> Result<Option<String>> {
-    let (line, out) = git(repo.top())
+    let (line, out) = repo
+        .git()
         .args(["symbolic-ref", "--quiet", "HEAD"])
         .output()?;
     match out.status.code() {
@@ -468,7 +536,7 @@ fn symbolic_head(repo: &Repo) -> Result<Option<String>> {
 }
 
 /// A commit id shortened for a message.
-fn short(id: &str) -> &str {
+pub(crate) fn short(id: &str) -> &str {
     id.get(..12).unwrap_or(id)
 }
 
@@ -491,7 +559,7 @@ fn snapshot(repo: &Repo, head: &str, exclude: &[String], session: &str) -> Resul
 /// The tree of the work tree as it is (tracked changes and untracked
 /// files, `exclude` left out), built in a temporary index: the user's
 /// index is never touched.
-fn snapshot_tree(repo: &Repo, head: &str, exclude: &[String]) -> Result<String> {
+pub(crate) fn snapshot_tree(repo: &Repo, head: &str, exclude: &[String]) -> Result<String> {
     let scratch = repo.common_dir().join("wavecrew").join("tmp");
     fs::create_dir_all(&scratch).map_err(|e| IsolationError::io("creating", &scratch, e))?;
     let tmp = tempfile::Builder::new()
@@ -499,24 +567,40 @@ fn snapshot_tree(repo: &Repo, head: &str, exclude: &[String]) -> Result<String> 
         .tempdir_in(&scratch)
         .map_err(|e| IsolationError::io("creating a temp folder in", &scratch, e))?;
     let index = tmp.path().join("index");
-    let top = repo.top();
-    let with_index = |args: &[&str]| git(top).env("GIT_INDEX_FILE", &index).args(args);
+    let with_index = |args: &[&str]| repo.git().env("GIT_INDEX_FILE", &index).args(args);
     // Fast path: a copy of the user's index, reset to HEAD but keeping its
     // stat data, so `add` re-reads only files that changed. Any trouble
-    // (unmerged entries, a split index) falls back to HEAD's tree alone.
+    // (unmerged entries, a split index, no index yet) falls back to HEAD's
+    // tree alone.
     let fast = fs::copy(repo.index_file(), &index).is_ok()
         && with_index(&["read-tree", "-m", head]).run().is_ok();
     if !fast {
         let _ = fs::remove_file(&index);
         with_index(&["read-tree", head]).run()?;
     }
+    add_all(repo, &index, Some(head), exclude)
+}
+
+/// Add the work tree as it is (tracked changes, untracked files that are
+/// not ignored, `exclude` left out: as in `head`, or absent without one) to
+/// the index file `index`, and write its tree.
+pub(crate) fn add_all(
+    repo: &Repo,
+    index: &Path,
+    head: Option<&str>,
+    exclude: &[String],
+) -> Result<String> {
+    let with_index = |args: &[&str]| repo.git().env("GIT_INDEX_FILE", index).args(args);
     // An excluded path that git ignores cannot be named in an exclude
     // pathspec (`git add` fails on it); its untracked files stay out anyway,
     // and its tracked ones are reset to HEAD afterwards.
     let mut add = with_index(&["add", "--all", "--", "."]);
     let mut reset = Vec::new();
     for x in exclude {
-        let ignored = git(top).args(["check-ignore", "--quiet", "--", x]).test()?;
+        let ignored = repo
+            .git()
+            .args(["check-ignore", "--quiet", "--", x])
+            .test()?;
         if ignored {
             reset.push(format!(":(literal){x}"));
         } else {
@@ -524,8 +608,10 @@ fn snapshot_tree(repo: &Repo, head: &str, exclude: &[String]) -> Result<String> 
         }
     }
     add.run()?;
-    for x in &reset {
-        with_index(&["reset", "--quiet", head, "--", x]).run()?;
+    if let Some(head) = head {
+        for x in &reset {
+            with_index(&["reset", "--quiet", head, "--", x]).run()?;
+        }
     }
     with_index(&["write-tree"]).text()
 }

@@ -8,6 +8,16 @@
 //!
 //! - [`Repo::open`] finds the user's repository; [`Repo::check_git_version`]
 //!   wants git ≥ 2.38 (`git merge-tree --write-tree`).
+//! - [`Repo::shadow`] makes (or opens again) the shadow repository of a
+//!   project folder that is not a git repository: a bare repository in the
+//!   session's state folder, `state_dir/shadow.git`, whose work tree is the
+//!   folder (named with `--git-dir`/`--work-tree` on every command, so the
+//!   folder never gets a `.git`) and whose first commit, on
+//!   `refs/heads/project`, is a snapshot of the folder's files (its
+//!   `.gitignore` honoured, the session folder left out). Everything below
+//!   then works on it as on a real repository; [`Repo::open_shadow`] finds
+//!   it again. It is built in a temporary folder and renamed into place,
+//!   so a kill at any point leaves nothing or a whole shadow.
 //! - [`Integration::start`] creates (or finds again) the branch
 //!   `wavecrew/<session-id>` from the user's HEAD, or from a snapshot commit
 //!   of a dirty work tree (tracked changes and untracked files, the session
@@ -29,7 +39,11 @@
 //!   nothing.
 //! - [`Integration::prune_stale`], [`Integration::remove_worktree`] and
 //!   [`Integration::clean`] tidy up; [`Integration::apply`] fast-forwards
-//!   the user's branch to the result when nothing moved meanwhile.
+//!   the user's branch to the result when nothing moved meanwhile; on a
+//!   shadow repository, it writes the result into the folder as files
+//!   (added, modified, deleted, modes, symlinks) when the folder's files
+//!   are still the ones the session started from, and names the changed
+//!   files otherwise.
 //!
 //! On disk:
 //!
@@ -38,12 +52,14 @@
 //! | integration branch | `refs/heads/wavecrew/<session-id>` |
 //! | task branches | `refs/heads/wavecrew-tasks/<session-id>/<task>/<attempt>` (not under `wavecrew/<session-id>/`: git cannot have a ref and a folder of refs of one name) |
 //! | worktrees | `<git-common-dir>/wavecrew/worktrees/<session-id>/<task>/<attempt>/` and `…/.detached/<name>/` |
-//! | state | `state_dir/integration.json`, `state_dir/worktrees/<task>/<attempt>.json` (each attempt's base) |
-//! | locks | `state_dir/land.lock` (start and the merge queue), `state_dir/worktrees.lock` |
+//! | shadow repository (a folder without git) | `state_dir/shadow.git` (bare; its git common dir, so its worktrees are inside it), `…/wavecrew-shadow.json` (the folder it tracks, what it leaves out and ignores), `…/info/exclude` (the `copy` paths), branch `refs/heads/project` (the folder's snapshot, the session's start) |
+//! | state | `state_dir/integration.json` (`"shadow": true` on a shadow repository), `state_dir/worktrees/<task>/<attempt>.json` (each attempt's base) |
+//! | locks | `state_dir/land.lock` (start and the merge queue), `state_dir/worktrees.lock`, `state_dir/shadow.lock` (making the shadow) |
 //! | what landed | the `Wavecrew-Task: <session-id>/<task>` trailers on the integration branch |
 //!
 //! Ground rules: every git call is an argv (never a shell) with the
-//! repository-redirecting variables removed; every ref change is a
+//! repository-redirecting variables removed (a shadow's git dir and work
+//! tree are passed as `--git-dir`/`--work-tree` arguments instead); every ref change is a
 //! compare-and-swap `git update-ref <ref> <new> <old>`; every state file is
 //! written atomically; every id that becomes a ref or a path is checked
 //! (`git check-ref-format` rules on top of wavecrew's id rule). Commits use
@@ -86,14 +102,17 @@ mod integration;
 mod land;
 mod lock;
 mod repo;
+mod shadow;
 mod verify;
 mod worktree;
 
 pub use error::{IsolationError, Result};
 pub use integration::{
-    Applied, BRANCH_PREFIX, Integration, STATE_FILE, TRAILER, worktree_path, worktrees_dir,
+    Applied, AppliedFiles, BRANCH_PREFIX, Integration, STATE_FILE, TRAILER, worktree_path,
+    worktrees_dir,
 };
 pub use land::{Landing, Upstream};
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Repo};
+pub use shadow::{SHADOW_BRANCH, SHADOW_DIR, shadow_worktree_path};
 pub use verify::Verdict;
 pub use worktree::{TASK_BRANCH_PREFIX, Worktree};

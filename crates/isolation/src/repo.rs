@@ -2,25 +2,39 @@
 //! the git version check, and the small git queries the rest of the crate
 //! shares (resolving refs, ancestry, compare-and-swap ref updates, the
 //! commit identity).
+//!
+//! A [`Repo`] is either the user's own repository ([`Repo::open`]) or a
+//! shadow repository kept in a session's state folder for a project folder
+//! without git ([`Repo::shadow`], in `shadow.rs`). Every git call of the
+//! crate goes through [`Repo::git`], which names the shadow's git dir and
+//! work tree explicitly (`--git-dir`, `--work-tree`).
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crate::error::{IsolationError, Result};
-use crate::git::{self, git};
+use crate::git::{self, Git, git};
 
 /// The name used for commits when the repository has no `user.name`.
 pub const FALLBACK_NAME: &str = "wavecrew";
 /// The e-mail used for commits when the repository has no `user.email`.
 pub const FALLBACK_EMAIL: &str = "wavecrew@localhost";
 
-/// A git repository with a work tree: the user's project.
+/// A git repository with a work tree: the user's project, or the shadow
+/// repository of a project folder that has no git (see [`Repo::shadow`]).
 #[derive(Debug, Clone)]
 pub struct Repo {
-    top: PathBuf,
-    common_dir: PathBuf,
-    index: PathBuf,
-    identity: OnceLock<Vec<String>>,
+    /// Where `git -C` runs: the work-tree top, or a shadow's git dir.
+    pub(crate) top: PathBuf,
+    /// The project's folder.
+    pub(crate) work_tree: PathBuf,
+    pub(crate) common_dir: PathBuf,
+    pub(crate) index: PathBuf,
+    /// For a shadow repository: the project-relative paths its snapshots
+    /// always leave out (its own git dir when it is inside the project).
+    pub(crate) shadow: Option<Vec<String>>,
+    pub(crate) identity: OnceLock<Vec<String>>,
 }
 
 impl Repo {
@@ -66,8 +80,10 @@ impl Repo {
         };
         Ok(Some(Repo {
             top: PathBuf::from(top),
+            work_tree: PathBuf::from(top),
             common_dir: PathBuf::from(common),
             index: PathBuf::from(index),
+            shadow: None,
             identity: OnceLock::new(),
         }))
     }
@@ -78,14 +94,47 @@ impl Repo {
         git::check_version()
     }
 
-    /// The top of the user's work tree.
+    /// The folder git runs in for this repository: the top of the user's
+    /// work tree; for a shadow repository, its git dir (a bare repository:
+    /// commands there see its objects and refs, but no work tree). The
+    /// project's folder is [`Repo::work_tree`].
     pub fn top(&self) -> &Path {
         &self.top
     }
 
-    /// The git common dir (`.git` of the main work tree).
+    /// The project's folder: the top of the user's work tree, or the folder
+    /// a shadow repository tracks.
+    pub fn work_tree(&self) -> &Path {
+        &self.work_tree
+    }
+
+    /// The git common dir (`.git` of the main work tree; a shadow
+    /// repository's own folder, `<state_dir>/shadow.git`).
     pub fn common_dir(&self) -> &Path {
         &self.common_dir
+    }
+
+    /// Whether this is a shadow repository (the project folder has no git).
+    pub fn is_shadow(&self) -> bool {
+        self.shadow.is_some()
+    }
+
+    /// The project-relative paths a shadow repository's snapshots always
+    /// leave out; empty for the user's own repository.
+    pub(crate) fn shadow_exclude(&self) -> &[String] {
+        self.shadow.as_deref().unwrap_or_default()
+    }
+
+    /// A git command on this repository, run at the top of its work tree;
+    /// for a shadow repository with `--git-dir` and `--work-tree` named.
+    pub(crate) fn git(&self) -> Git {
+        if self.shadow.is_some() {
+            git(&self.work_tree)
+                .arg(flag("--git-dir=", &self.common_dir))
+                .arg(flag("--work-tree=", &self.work_tree))
+        } else {
+            git(&self.top)
+        }
     }
 
     /// The user's index file (never written by this crate).
@@ -96,7 +145,7 @@ impl Repo {
     /// The commit id `rev` names (peeled to a commit), or None.
     pub(crate) fn resolve(&self, rev: &str) -> Result<Option<String>> {
         let spec = format!("{rev}^{{commit}}");
-        let cmd = git(&self.top).args([
+        let cmd = self.git().args([
             "rev-parse",
             "--verify",
             "--quiet",
@@ -114,7 +163,7 @@ impl Repo {
     /// Like [`Repo::resolve`], but a missing rev is an error.
     pub(crate) fn must_resolve(&self, rev: &str) -> Result<String> {
         let spec = format!("{rev}^{{commit}}");
-        git(&self.top)
+        self.git()
             .args(["rev-parse", "--verify", "--end-of-options", &spec])
             .text()
     }
@@ -122,14 +171,14 @@ impl Repo {
     /// The tree of commit `commit`.
     pub(crate) fn tree_of(&self, commit: &str) -> Result<String> {
         let spec = format!("{commit}^{{tree}}");
-        git(&self.top)
+        self.git()
             .args(["rev-parse", "--verify", "--end-of-options", &spec])
             .text()
     }
 
     /// Whether `a` is an ancestor of (or equal to) `b`.
     pub(crate) fn is_ancestor(&self, a: &str, b: &str) -> Result<bool> {
-        git(&self.top)
+        self.git()
             .args(["merge-base", "--is-ancestor", a, b])
             .test()
     }
@@ -143,7 +192,9 @@ impl Repo {
         old: &str,
         reason: &str,
     ) -> Result<bool> {
-        let cmd = git(&self.top).args(["update-ref", "-m", reason, reference, new, old]);
+        let cmd = self
+            .git()
+            .args(["update-ref", "-m", reason, reference, new, old]);
         let (line, out) = cmd.output()?;
         if out.status.success() {
             return Ok(true);
@@ -167,7 +218,8 @@ impl Repo {
         self.identity.get_or_init(|| {
             let mut args = Vec::new();
             for (key, fallback) in [("user.name", FALLBACK_NAME), ("user.email", FALLBACK_EMAIL)] {
-                let set = git(&self.top)
+                let set = self
+                    .git()
                     .args(["config", "--get", key])
                     .text()
                     .is_ok_and(|v| !v.is_empty());
@@ -188,15 +240,20 @@ impl Repo {
         parents: &[&str],
         message: &str,
     ) -> Result<String> {
-        let mut cmd = git(&self.top).args(self.identity_args()).args([
-            "commit-tree",
-            "--no-gpg-sign",
-            "-F",
-            "-",
-        ]);
+        let mut cmd =
+            self.git()
+                .args(self.identity_args())
+                .args(["commit-tree", "--no-gpg-sign", "-F", "-"]);
         for p in parents {
             cmd = cmd.args(["-p", p]);
         }
         cmd.arg(tree).stdin(message.as_bytes().to_vec()).text()
     }
+}
+
+/// `--name=<path>` as one argument.
+fn flag(name: &str, path: &Path) -> OsString {
+    let mut s = OsString::from(name);
+    s.push(path);
+    s
 }

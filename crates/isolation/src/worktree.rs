@@ -2,7 +2,8 @@
 //! read-only roles, their removal, and the sweep of leftovers.
 //!
 //! They all live in [`Integration::worktrees_dir`], a folder inside the
-//! git common dir that wavecrew owns: `<task>/<attempt>/` for attempts and
+//! git common dir that wavecrew owns (for a shadow repository, inside its
+//! git dir in the session's state folder): `<task>/<attempt>/` for attempts and
 //! `.detached/<name>/` for read-only worktrees. Nothing outside that folder
 //! is ever removed. Creation and removal hold `state_dir/worktrees.lock`,
 //! and git hooks are off while a worktree is checked out (a project's
@@ -77,7 +78,8 @@ pub(crate) struct Listed {
 
 /// Every worktree git knows of.
 pub(crate) fn list_worktrees(repo: &Repo) -> Result<Vec<Listed>> {
-    let out = git(repo.top())
+    let out = repo
+        .git()
         .args(["worktree", "list", "--porcelain", "-z"])
         .run()?;
     let mut all = Vec::new();
@@ -141,7 +143,9 @@ impl Integration {
     /// `copy` lists project-relative paths of git-ignored files a build
     /// needs (e.g. `.env`): each is copied from the user's tree when it is
     /// present there, missing from the worktree, and ignored by git in the
-    /// worktree (so it can never be committed); otherwise it is skipped.
+    /// worktree (so it can never be committed); otherwise it is skipped. A
+    /// shadow repository ignores the paths it was made with
+    /// ([`Repo::shadow`]'s `ignore`, the same list) in its `info/exclude`.
     pub fn open_worktree(&self, task: &str, attempt: u32, copy: &[String]) -> Result<Worktree> {
         check_id("task id", task)?;
         let copy = copy
@@ -211,7 +215,7 @@ impl Integration {
                         .iter()
                         .any(|l| l.prunable && l.branch.as_deref() == Some(reference.as_str()));
                 if stale {
-                    git(self.repo.top()).args(["worktree", "prune"]).run()?;
+                    self.repo.git().args(["worktree", "prune"]).run()?;
                 }
                 self.add_worktree(&path, &[&branch])?;
             }
@@ -266,7 +270,8 @@ impl Integration {
         if let Some(parent) = path.parent() {
             fs::create_dir_all(parent).map_err(|e| IsolationError::io("creating", parent, e))?;
         }
-        git(self.repo.top())
+        self.repo
+            .git()
             .args([
                 "-c",
                 "core.hooksPath=/dev/null",
@@ -284,7 +289,7 @@ impl Integration {
     /// Copy `rel` from the user's tree into the worktree at `wt` (see
     /// [`Integration::open_worktree`] for when it is skipped).
     pub(crate) fn copy_in(&self, wt: &Path, rel: &str) -> Result<()> {
-        let src = self.repo.top().join(rel);
+        let src = self.repo.work_tree().join(rel);
         let Ok(meta) = fs::metadata(&src) else {
             return Ok(());
         };
@@ -348,13 +353,15 @@ impl Integration {
         let target = canon(path);
         let known = listed.iter().any(|l| canon(&l.path) == target);
         if known {
-            let removed = git(self.repo.top())
+            let removed = self
+                .repo
+                .git()
                 .args(["worktree", "remove", "--force", "--force"])
                 .arg(path)
                 .run();
             if removed.is_err() {
                 remove_any(path)?;
-                git(self.repo.top()).args(["worktree", "prune"]).run()?;
+                self.repo.git().args(["worktree", "prune"]).run()?;
             }
         }
         if fs::symlink_metadata(path).is_ok() {
@@ -368,7 +375,7 @@ impl Integration {
     /// that git does not list as a worktree; nothing outside it.
     pub fn prune_stale(&self) -> Result<()> {
         let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
-        git(self.repo.top()).args(["worktree", "prune"]).run()?;
+        self.repo.git().args(["worktree", "prune"]).run()?;
         let dir = self.worktrees_dir();
         if !dir.is_dir() {
             return Ok(());
@@ -401,7 +408,7 @@ impl Integration {
             }
             remove_any(&dir)?;
         }
-        git(self.repo.top()).args(["worktree", "prune"]).run()?;
+        self.repo.git().args(["worktree", "prune"]).run()?;
         Ok(count)
     }
 }

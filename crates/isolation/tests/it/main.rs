@@ -3,6 +3,7 @@
 
 mod apply;
 mod landing;
+mod shadow;
 mod start;
 mod support;
 mod validation;

@@ -143,3 +143,137 @@ pub(crate) fn write(dir: &Path, rel: &str, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
 }
+
+/// A project folder without git in its own temp dir (deleted on drop),
+/// for the shadow repository.
+pub(crate) struct Folder {
+    _dir: tempfile::TempDir,
+    pub(crate) top: PathBuf,
+}
+
+impl Folder {
+    /// `README`, `shared.txt`, an executable `run.sh` and a `.workflow`
+    /// session folder; no `.git` anywhere, and not inside a git work tree.
+    pub(crate) fn new() -> Folder {
+        let dir = tempfile::tempdir().unwrap();
+        let top = dir.path().canonicalize().unwrap().join("project");
+        std::fs::create_dir(&top).unwrap();
+        let f = Folder { _dir: dir, top };
+        f.write("README", "hello\n");
+        f.write("shared.txt", "one\ntwo\nthree\n");
+        f.write("run.sh", "#!/bin/sh\necho run\n");
+        set_mode(&f.top.join("run.sh"), 0o755);
+        f.write(".workflow/.team/notes.md", "the session's own\n");
+        assert!(
+            Repo::open(&f.top).unwrap().is_none(),
+            "the temp dir is inside a git work tree"
+        );
+        f
+    }
+
+    /// Write a file (folders made as needed).
+    pub(crate) fn write(&self, rel: &str, text: &str) {
+        write(&self.top, rel, text);
+    }
+
+    /// Read a file.
+    pub(crate) fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.top.join(rel)).unwrap()
+    }
+
+    /// The session state folder used by the tests (inside `.workflow`).
+    pub(crate) fn state_dir(&self, session: &str) -> PathBuf {
+        self.top.join(".workflow/.team").join(session)
+    }
+
+    /// The shadow repository of session `session`, with `ignore`.
+    pub(crate) fn shadow(&self, session: &str, ignore: &[&str]) -> Repo {
+        let ignore: Vec<String> = ignore.iter().map(|s| (*s).to_owned()).collect();
+        Repo::shadow(&self.top, &self.state_dir(session), &[".workflow"], &ignore).unwrap()
+    }
+
+    /// Start (or resume) session `session` on its shadow repository.
+    pub(crate) fn start(&self, session: &str) -> Integration {
+        let repo = self.shadow(session, &[]);
+        Integration::start(&repo, session, &[".workflow"], &self.state_dir(session)).unwrap()
+    }
+
+    /// Run git on the shadow of session `session` (its git dir named).
+    pub(crate) fn git(&self, session: &str, args: &[&str]) -> String {
+        let git_dir = self.state_dir(session).join("shadow.git");
+        let out = Command::new("git")
+            .arg("--git-dir")
+            .arg(&git_dir)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} in {}: {}",
+            git_dir.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// Every path under the folder (`.workflow` left out), with its kind,
+    /// mode and contents: what the user sees.
+    pub(crate) fn listing(&self) -> Vec<(String, String)> {
+        let mut all = Vec::new();
+        list(&self.top, &self.top, &mut all);
+        all.sort();
+        all
+    }
+
+    /// No `.git` anywhere in the folder outside its session folder, and
+    /// `git fsck` finds nothing wrong in the shadow of `session`.
+    pub(crate) fn assert_sound(&self, session: &str) {
+        for (path, _) in self.listing() {
+            assert!(
+                !path.split('/').any(|seg| seg == ".git"),
+                "`{path}` in the project folder"
+            );
+        }
+        assert!(std::fs::symlink_metadata(self.top.join(".git")).is_err());
+        assert!(Repo::open(&self.top).unwrap().is_none());
+        self.git(
+            session,
+            &["fsck", "--strict", "--no-dangling", "--no-progress"],
+        );
+    }
+}
+
+fn list(top: &Path, dir: &Path, all: &mut Vec<(String, String)>) {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let rel = path
+            .strip_prefix(top)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if rel == ".workflow" {
+            continue;
+        }
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let what = if meta.file_type().is_symlink() {
+            format!("-> {}", std::fs::read_link(&path).unwrap().display())
+        } else if meta.is_dir() {
+            list(top, &path, all);
+            "dir".to_owned()
+        } else {
+            format!(
+                "{:o} {}",
+                meta.permissions().mode() & 0o111,
+                String::from_utf8_lossy(&std::fs::read(&path).unwrap())
+            )
+        };
+        all.push((rel, what));
+    }
+}
+
+/// Set a file's permission bits.
+pub(crate) fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
