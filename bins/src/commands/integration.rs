@@ -9,13 +9,19 @@ use wavecrew_isolation::{Integration, IsolationError, Repo};
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
 
-/// The integration branch of a session that ran isolated, if it did.
+/// The integration branch of a session that ran isolated, if it did: in
+/// the project's git repository, or in the shadow repository of a folder
+/// without git (kept in the session folder).
 fn integration_of(session: &Path) -> Result<Option<Integration>, IsolationError> {
     let Ok(session) = session.canonicalize() else {
         return Ok(None);
     };
-    let Some(repo) = Repo::open(&session)? else {
-        return Ok(None);
+    let repo = match Repo::open(&session)? {
+        Some(repo) => repo,
+        None => match Repo::open_shadow(&session)? {
+            Some(shadow) => shadow,
+            None => return Ok(None),
+        },
     };
     Integration::resume(&repo, &session)
 }
@@ -57,16 +63,41 @@ pub fn after_run(session: &Path, apply: bool) -> Result<Exit, CliError> {
         Err(e) => return Err(CliError::internal(anyhow::anyhow!("{e}"))),
     };
     if !apply {
-        output::progress(&format!(
-            "the work is on branch {0}: take it with `git merge {0}` (or run again with --apply)",
-            integration.branch()
-        ));
+        if integration.repo().is_shadow() {
+            output::progress(&format!(
+                "the work is on branch {} of the session's shadow repository {} (the project \
+                 folder has no git): run again with --apply to write it into the folder",
+                integration.branch(),
+                integration.repo().common_dir().display()
+            ));
+        } else {
+            output::progress(&format!(
+                "the work is on branch {0}: take it with `git merge {0}` (or run again with --apply)",
+                integration.branch()
+            ));
+        }
         return Ok(Exit::Success);
     }
     match integration.apply() {
         Ok(applied) => {
             tracing::info!(branch = %applied.branch, from = %applied.from, to = %applied.to, "applied");
-            if applied.uncommitted {
+            if let Some(files) = &applied.files {
+                let folder = integration.repo().work_tree().display();
+                if files.written.is_empty() && files.deleted.is_empty() {
+                    output::progress(&format!(
+                        "applied: {folder} already holds the work of {}",
+                        integration.branch()
+                    ));
+                } else {
+                    output::progress(&format!(
+                        "applied: the work of {} is in {folder}: {} file(s) written, {} deleted \
+                         (the folder still has no git repository)",
+                        integration.branch(),
+                        files.written.len(),
+                        files.deleted.len()
+                    ));
+                }
+            } else if applied.uncommitted {
                 output::progress(&format!(
                     "applied: the work of {} is in your work tree, uncommitted, on top of the \
                      uncommitted changes the session started from",

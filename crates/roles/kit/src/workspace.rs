@@ -7,8 +7,11 @@
 //! review run there, the files it changed are the diff of its branch, and
 //! the work lands on the integration branch through the merge queue
 //! (`wavecrew-isolation`). The user's branch and files are never touched.
-//! In place (`mode = "in-place"`, the default, or a folder that is not a git
-//! work tree), the agent works in the project folder.
+//! A folder that is not a git work tree works the same way through a shadow
+//! repository kept in the session folder (`<session>/shadow.git`): the
+//! project gets no `.git`, and `--apply` writes the result back as files.
+//! In place (`mode = "in-place"`, the default), the agent works in the
+//! project folder.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -154,10 +157,15 @@ impl RoleContext {
         if self.config.isolation.mode == IsolationMode::InPlace {
             return Ok(in_place());
         }
-        let Some(repo) = Repo::open(&self.project_root).map_err(|e| phase("git", e))? else {
-            return Ok(in_place());
-        };
+        let repo = Repo::open(&self.project_root).map_err(|e| phase("git", e))?;
         Repo::check_git_version().map_err(|e| phase("isolation", e))?;
+        let top = match &repo {
+            Some(repo) => repo.work_tree().to_owned(),
+            None => self
+                .project_root
+                .canonicalize()
+                .unwrap_or_else(|_| self.project_root.clone()),
+        };
         // The session folder is shared state in the main checkout: never
         // part of the work.
         let session_dir = self
@@ -165,11 +173,22 @@ impl RoleContext {
             .canonicalize()
             .unwrap_or_else(|_| self.session_dir.clone());
         let exclude = session_dir
-            .strip_prefix(repo.top())
+            .strip_prefix(&top)
             .ok()
             .and_then(|rel| rel.components().next())
             .map(|c| c.as_os_str().to_string_lossy().into_owned());
         let exclude: Vec<&str> = exclude.iter().map(String::as_str).collect();
+        let repo = match repo {
+            Some(repo) => repo,
+            // Not a git work tree: a shadow repository in the session folder.
+            None => Repo::shadow(
+                &self.project_root,
+                &self.session_dir,
+                &exclude,
+                &self.config.isolation.copy,
+            )
+            .map_err(|e| phase("the shadow repository", e))?,
+        };
         let integration =
             Integration::start(&repo, &self.session_name(), &exclude, &self.session_dir)
                 .map_err(|e| phase("the integration branch", e))?;
@@ -198,7 +217,12 @@ impl RoleContext {
                     task.id.as_str(),
                     claim.max(1),
                 ),
-                None => self.project_root.clone(),
+                None => wavecrew_isolation::shadow_worktree_path(
+                    &self.session_dir,
+                    &self.session_name(),
+                    task.id.as_str(),
+                    claim.max(1),
+                ),
             },
         )
     }
