@@ -8,6 +8,7 @@ mod engine;
 mod executor;
 mod install;
 mod isolation;
+mod isolation_shadow;
 mod msg;
 mod plan;
 mod planex;
