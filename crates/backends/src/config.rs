@@ -343,9 +343,11 @@ pub struct RedactConfig {
 pub enum IsolationMode {
     /// A git worktree per task attempt, on its own branch from the
     /// session's integration branch; the work lands through the merge
-    /// queue (a folder that is not a git work tree runs in place). Today
-    /// the executor's `IMPL-*` tasks; the other roles still work in the
-    /// project folder, which is why it is not yet the default.
+    /// queue (a folder that is not a git work tree works through a shadow
+    /// repository in the session folder, and `--apply` writes its result
+    /// back as files). Today the executor's `IMPL-*` tasks; the other
+    /// roles still work in the project folder, which is why it is not yet
+    /// the default.
     Worktree,
     /// In the project folder itself (the default).
     #[default]
