@@ -120,7 +120,7 @@ impl Integration {
     /// HEAD and branch at start, and whether a snapshot was taken.
     ///
     /// On a shadow repository ([`Repo::shadow`]) the same happens inside
-    /// it; the paths the shadow always leaves out (its own git dir) are
+    /// it; the paths the shadow always leaves out (its state folder) are
     /// added to `exclude`, and the state records that the session is a
     /// shadow one.
     ///

@@ -32,7 +32,7 @@ pub struct Repo {
     pub(crate) common_dir: PathBuf,
     pub(crate) index: PathBuf,
     /// For a shadow repository: the project-relative paths its snapshots
-    /// always leave out (its own git dir when it is inside the project).
+    /// always leave out (its state folder when it is inside the project).
     pub(crate) shadow: Option<Vec<String>>,
     pub(crate) identity: OnceLock<Vec<String>>,
 }

@@ -58,7 +58,8 @@ struct Record {
     version: u32,
     /// The project folder (canonical) the shadow tracks.
     project: PathBuf,
-    /// Project-relative paths its snapshots leave out.
+    /// Project-relative paths its snapshots leave out (`exclude`, and the
+    /// state folder when it is inside the project).
     exclude: Vec<String>,
     /// Project-relative paths its `info/exclude` ignores.
     ignore: Vec<String>,
@@ -101,8 +102,8 @@ impl Repo {
     /// A new one is a bare repository whose first commit, on
     /// [`SHADOW_BRANCH`] (its HEAD), is a snapshot of the folder's files:
     /// the project's `.gitignore` files are honoured, and the paths in
-    /// `exclude` (the session folder's top, e.g. `.workflow`) and the
-    /// shadow's own folder are left out. The paths in `ignore` (the
+    /// `exclude` (the session folder's top, e.g. `.workflow`) and
+    /// `state_dir` itself (when it is inside the project) are left out. The paths in `ignore` (the
     /// `[isolation] copy` list, e.g. `.env`) are written to its
     /// `info/exclude`, so they are never snapshotted nor committed, and can
     /// be copied into worktrees. The project folder is never written to.
@@ -145,8 +146,19 @@ impl Repo {
         let state_dir =
             fs::canonicalize(state_dir).map_err(|e| IsolationError::io("opening", state_dir, e))?;
         let dir = state_dir.join(SHADOW_DIR);
-        // The shadow's own folder stays out of its snapshots.
-        if let Ok(rel) = dir.strip_prefix(&project) {
+        // The state folder (the shadow, its worktrees, the session's state)
+        // stays out of the snapshots.
+        if project.starts_with(&state_dir) {
+            return Err(IsolationError::Shadow {
+                path: dir,
+                message: format!(
+                    "the state folder `{}` holds the project folder; expected a state folder \
+                     inside the project (its session folder) or apart from it",
+                    state_dir.display()
+                ),
+            });
+        }
+        if let Ok(rel) = state_dir.strip_prefix(&project) {
             let rel = rel.to_string_lossy().into_owned();
             let covered = exclude
                 .iter()

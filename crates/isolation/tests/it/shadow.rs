@@ -428,3 +428,28 @@ fn worktrees_prune_clean_and_resume_on_a_shadow() {
     assert!(matches!(err, IsolationError::Inconsistent { .. }), "{err}");
     assert!(err.to_string().contains("shadow repository"), "{err}");
 }
+
+#[test]
+fn the_state_folder_stays_out_of_snapshots_even_when_not_excluded() {
+    let f = Folder::new();
+    let state = f.top.join("wavecrew-state/S-self");
+    let repo = Repo::shadow(&f.top, &state, &[], &[]).unwrap();
+    let s = Integration::start(&repo, "S-self", &[], &state).unwrap();
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&wt.path, "done.txt", "work\n");
+    s.commit(&wt, "IMPL-001", "work").unwrap().unwrap();
+    s.land(&wt, "IMPL-001").unwrap();
+    let files = git_in(
+        repo.common_dir(),
+        &["ls-tree", "-r", "--name-only", &s.tip().unwrap()],
+    );
+    assert!(!files.contains("wavecrew-state"), "{files}");
+    // The session's own state changing meanwhile is no change of the folder.
+    let files = s.apply().unwrap().files.unwrap();
+    assert_eq!(files.written, ["done.txt"]);
+
+    // A state folder that holds the project is refused.
+    let err = Repo::shadow(&f.top, &f.top, &[], &[]).unwrap_err();
+    assert!(matches!(err, IsolationError::Shadow { .. }), "{err}");
+    assert!(!f.top.join("shadow.git").exists());
+}
