@@ -50,6 +50,9 @@ const RECORD_FILE: &str = "wavecrew-shadow.json";
 const SHADOW_LOCK: &str = "shadow.lock";
 /// The prefix of the temporary folders a shadow is built in.
 const TMP_PREFIX: &str = ".shadow.git.tmp-";
+/// The prefix of the temporary files `--apply` writes before renaming
+/// them into place.
+const APPLY_PREFIX: &str = ".wavecrew-apply-";
 
 /// What `<shadow>/wavecrew-shadow.json` records.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -103,10 +106,11 @@ impl Repo {
     /// [`SHADOW_BRANCH`] (its HEAD), is a snapshot of the folder's files:
     /// the project's `.gitignore` files are honoured, and the paths in
     /// `exclude` (the session folder's top, e.g. `.workflow`) and
-    /// `state_dir` itself (when it is inside the project) are left out. The paths in `ignore` (the
-    /// `[isolation] copy` list, e.g. `.env`) are written to its
-    /// `info/exclude`, so they are never snapshotted nor committed, and can
-    /// be copied into worktrees. The project folder is never written to.
+    /// `state_dir` itself (when it is inside the project) are left out.
+    /// The paths in `ignore` (the `[isolation] copy` list, e.g. `.env`) are
+    /// written to its `info/exclude`, so they are never snapshotted nor
+    /// committed, and can be copied into worktrees. The project folder is
+    /// never written to; a `state_dir` that holds it is refused.
     ///
     /// An existing shadow is opened as it is (its snapshot is not taken
     /// again); one for another folder is refused. See the module notes for
@@ -386,8 +390,9 @@ impl Integration {
         };
         let base_tree = repo.tree_of(&base)?;
         let tip_tree = repo.tree_of(&tip)?;
-        let now = snapshot_tree(repo, &base, &self.state.exclude)?;
         let work = diff_tree(repo, &base_tree, &tip_tree)?;
+        remove_apply_leftovers(repo.work_tree(), &work)?;
+        let now = snapshot_tree(repo, &base, &self.state.exclude)?;
         let moved = diff_tree(repo, &base_tree, &now)?;
         // Paths where the folder differs from the session's result.
         let pending: BTreeSet<String> = diff_tree(repo, &tip_tree, &now)?
@@ -526,6 +531,30 @@ fn checked(top: &Path, rel: &str) -> Result<PathBuf> {
     Ok(top.join(rel))
 }
 
+/// Remove the temporary files a killed apply left next to the files it
+/// writes (`.wavecrew-apply-*`, in the folders of `work`).
+fn remove_apply_leftovers(top: &Path, work: &[Change]) -> Result<()> {
+    let folders: BTreeSet<PathBuf> = work
+        .iter()
+        .filter_map(|c| top.join(&c.path).parent().map(Path::to_owned))
+        .collect();
+    for folder in folders {
+        let Ok(entries) = fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(APPLY_PREFIX)
+            {
+                remove_all(&entry.path())?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Remove the folders above `path` that are now empty, up to `top`.
 fn remove_empty_parents(top: &Path, path: &Path) {
     let mut parent = path.parent();
@@ -562,7 +591,7 @@ fn write_entry(top: &Path, rel: &str, mode: &str, bytes: &[u8]) -> Result<()> {
     if mode == "120000" {
         let target = OsStr::from_bytes(bytes);
         let tmp = tempfile::Builder::new()
-            .prefix(".wavecrew-apply-")
+            .prefix(APPLY_PREFIX)
             .make_in(&parent, |p| std::os::unix::fs::symlink(target, p))
             .map_err(|e| IsolationError::io("creating a symlink in", &parent, e))?;
         tmp.persist(&dst)
@@ -581,7 +610,7 @@ fn write_entry(top: &Path, rel: &str, mode: &str, bytes: &[u8]) -> Result<()> {
         None => 0o644,
     };
     let mut tmp = tempfile::Builder::new()
-        .prefix(".wavecrew-apply-")
+        .prefix(APPLY_PREFIX)
         .tempfile_in(&parent)
         .map_err(|e| IsolationError::io("creating a temp file in", &parent, e))?;
     tmp.write_all(bytes)

@@ -351,13 +351,16 @@ fn an_apply_cut_short_is_finished_and_ignored_files_are_not_overwritten() {
     fs::remove_file(wt.path.join("gone.txt")).unwrap();
     s.commit(&wt, "IMPL-001", "work").unwrap().unwrap();
     s.land(&wt, "IMPL-001").unwrap();
-    // A kill mid-apply: a.txt written, gone.txt deleted, b.txt not yet.
+    // A kill mid-apply: a.txt written, gone.txt deleted, b.txt half
+    // written in its temporary file.
     f.write("a.txt", "a\n");
     fs::remove_file(f.top.join("gone.txt")).unwrap();
+    f.write(".wavecrew-apply-x1y2z3", "b");
     let files = s.apply().unwrap().files.unwrap();
     assert_eq!(files.written, ["b.txt"]);
     assert!(files.deleted.is_empty());
     assert_eq!(f.read("b.txt"), "b\n");
+    assert!(!f.top.join(".wavecrew-apply-x1y2z3").exists());
 
     // A task that force-adds a file the folder has but ignores: refused.
     let wt2 = s.open_worktree("IMPL-002", 1, &[]).unwrap();
