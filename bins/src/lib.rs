@@ -139,7 +139,9 @@ pub struct RunArgs {
     pub json: bool,
     /// After a run whose tasks all completed, fast-forward your branch and work tree to the
     /// session's integration branch (`wavecrew/<session-id>`) when they have not moved since
-    /// the start; otherwise refuse and name the command to run.
+    /// the start (in a folder without git, write its result into the folder as files when
+    /// the folder's files have not changed); otherwise refuse and name the command to run
+    /// or the changed files.
     #[arg(long)]
     pub apply: bool,
 }
