@@ -456,3 +456,28 @@ fn the_state_folder_stays_out_of_snapshots_even_when_not_excluded() {
     assert!(matches!(err, IsolationError::Shadow { .. }), "{err}");
     assert!(!f.top.join("shadow.git").exists());
 }
+
+#[test]
+fn the_merge_queue_checks_candidates_on_a_shadow_too() {
+    use wavecrew_isolation::Verdict;
+    let f = Folder::new();
+    let s = f.start("S-verify");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&wt.path, "bad.txt", "red\n");
+    s.commit(&wt, "IMPL-001", "bad").unwrap().unwrap();
+    let mut seen = Vec::new();
+    let mut check = |i: &Integration, candidate: &str| {
+        let cw = i.candidate_worktree(candidate, &[])?;
+        seen.push(cw.path.clone());
+        Ok(if cw.path.join("bad.txt").exists() {
+            Verdict::Fail("bad.txt is there".into())
+        } else {
+            Verdict::Pass
+        })
+    };
+    let landing = s.land_checked(&wt, "IMPL-001", &mut check).unwrap();
+    assert!(matches!(landing, Landing::Rejected { .. }), "{landing:?}");
+    assert_eq!(s.tip().unwrap(), s.base(), "nothing landed");
+    assert!(seen[0].starts_with(f.state_dir("S-verify")));
+    f.assert_sound("S-verify");
+}
