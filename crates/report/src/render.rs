@@ -2,9 +2,9 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `run-summary.json` | schema-versioned: session, timings, per task state, attempts, backend, duration, files, validation, usage |
+//! | `run-summary.json` | schema-versioned: session, timings, per task state, attempts, backend, duration, files, validation, usage, merge facts; the merge queue |
 //! | `junit.xml` | one testsuite per wave, one testcase per task (failure text = the verdict), for CI systems |
-//! | `summary.md` | fits a CI step summary |
+//! | `summary.md` | fits a CI step summary; a merge section when the session ran isolated |
 //! | `trace.json` | Chrome trace events: a Gantt chart in any trace viewer, one lane per slot |
 //! | `graph.dot`, `graph.mmd` | the graph with states as colours and the critical path highlighted |
 
@@ -20,8 +20,13 @@ use crate::data::{RunData, TaskReport};
 ///
 /// * 1: the first;
 /// * 2: adds `cost` (tokens and US dollars per task, backend, role and
-///   run, the budgets, the run budget's verdict, paused backends).
-pub const SCHEMA_VERSION: u32 = 2;
+///   run, the budgets, the run budget's verdict, paused backends);
+/// * 3: adds `merge_queue` (the integration branch, what landed in order,
+///   what waits, conflicts, blocked tasks, how to take the work; `null`
+///   for a session that ran in place) and, on each task that worked in a
+///   worktree of its own, `merge` (branch, base, merge commit, conflicts,
+///   its merge records).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// `run-summary.json`.
 pub fn run_summary(run: &RunData) -> Value {
@@ -36,6 +41,7 @@ pub fn run_summary(run: &RunData) -> Value {
         "messages": run.messages,
         "tasks": run.tasks,
         "cost": run.cost,
+        "merge_queue": run.merge_queue,
     })
 }
 
@@ -124,6 +130,7 @@ fn icon(state: &str) -> &'static str {
         "failed" => "❌",
         "skipped" => "⏭️",
         "in_progress" => "⏳",
+        "blocked" => "⛔",
         _ => "⬜",
     }
 }
@@ -163,6 +170,10 @@ pub fn summary_markdown(run: &RunData) -> String {
             t.files_changed.len()
         );
     }
+    out.push_str(&crate::merge::queue_markdown(
+        run.merge_queue.as_ref(),
+        &run.tasks,
+    ));
     out.push_str(&cost_markdown(run));
     let failed: Vec<&TaskReport> = run
         .tasks
