@@ -254,7 +254,9 @@ pub fn junit(run: &RunData) -> String {
 }
 
 /// Lanes for the trace and the timeline: each task gets the lowest lane
-/// free at its start. Returns `(task index, lane, start ms, end ms)`.
+/// free at its start. A task spans its start to its end; a blocked task
+/// (waiting for a person, so not ended) to its last record. Returns
+/// `(task index, lane, start ms, end ms)`.
 pub fn lanes(run: &RunData) -> Vec<(usize, usize, u64, u64)> {
     let origin: Option<jiff::Timestamp> = run.started_at.as_deref().and_then(|s| s.parse().ok());
     let Some(origin) = origin else {
@@ -270,7 +272,12 @@ pub fn lanes(run: &RunData) -> Vec<(usize, usize, u64, u64)> {
         .enumerate()
         .filter_map(|(i, t)| {
             let a = ms(t.started_at.as_deref()?)?;
-            let b = ms(t.ended_at.as_deref()?)?;
+            let end = t.ended_at.as_deref().or_else(|| {
+                (t.state == "blocked")
+                    .then_some(t.last_record_at.as_deref())
+                    .flatten()
+            })?;
+            let b = ms(end)?;
             Some((i, a, b.max(a + 1)))
         })
         .collect();

@@ -22,6 +22,7 @@ use crate::data::TaskReport;
 
 mod text;
 
+pub(crate) use text::with_text;
 pub use text::{queue_markdown, queue_text};
 
 /// A commit id shortened for people (12 hex digits, as git's messages in
