@@ -178,7 +178,7 @@ pub fn summary_markdown(run: &RunData) -> String {
     let failed: Vec<&TaskReport> = run
         .tasks
         .iter()
-        .filter(|t| t.state == "failed" || t.state == "skipped")
+        .filter(|t| matches!(t.state.as_str(), "failed" | "skipped" | "blocked"))
         .collect();
     if !failed.is_empty() {
         out.push_str("\n## Failures\n\n");
