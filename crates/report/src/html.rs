@@ -1,14 +1,15 @@
 //! `index.html`: a self-contained timeline of the run (no script, no
 //! network): one row per slot with a bar per task (colour = state, a thick
 //! outline = critical path), on it a green diamond where the task's work
-//! landed on the integration branch and a red triangle where it met a
-//! merge conflict; the waves, each task's attempts, and the merge queue of
+//! landed on the integration branch, a red triangle where it met a merge
+//! conflict and an orange square where `[integration] verify` kept it out;
+//! the waves, each task's attempts, and the merge queue of
 //! a session that ran isolated.
 
 use std::fmt::Write as _;
 
 use crate::data::RunData;
-use crate::merge::{short, with_text};
+use crate::merge::{blocked_reason, short, with_text};
 use crate::render::lanes;
 
 fn esc(s: &str) -> String {
@@ -145,11 +146,7 @@ pub fn index_html(run: &RunData) -> String {
     }
     table.push_str("</tbody></table>");
     let cost = cost_html(run);
-    let legend = if markers.is_empty() {
-        ""
-    } else {
-        "<p class=\"legend\"><span style=\"color:#15803d\">◆</span> landed on the integration branch · <span style=\"color:#dc2626\">▼</span> merge conflict</p>"
-    };
+    let legend = legend(&markers);
     let merge = merge_html(run);
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>wavecrew: {id}</title>\
@@ -215,9 +212,9 @@ fn cost_html(run: &RunData) -> String {
     out
 }
 
-/// Where each `task_merged` (a green diamond) and `merge_conflict` (a red
-/// triangle) record falls on its task's row; nothing for a task without a
-/// bar.
+/// Where each `task_merged` (a green diamond), `merge_conflict` (a red
+/// triangle) and `merge_rejected` (an orange square) record falls on its
+/// task's row; nothing for a task without a bar.
 fn merge_markers(
     run: &RunData,
     lanes: &[(usize, usize, u64, u64)],
@@ -260,6 +257,21 @@ fn merge_markers(
                     y + 7,
                     x - 6.0,
                 );
+            } else if e.kind == "rejected" {
+                let _ = write!(
+                    out,
+                    "<g class=\"rejected\"><title>{} not merged: the merged result failed {} at {}{}</title><rect x=\"{:.1}\" y=\"{}\" width=\"11\" height=\"11\" fill=\"#ea580c\" stroke=\"#fff\" stroke-width=\"1\"/></g>",
+                    esc(&t.id),
+                    esc(e.command.as_deref().unwrap_or("the verify command")),
+                    esc(&e.ts),
+                    match e.revision {
+                        Some(true) => "; a revision follows",
+                        Some(false) => "; failed",
+                        None => "",
+                    },
+                    x - 5.5,
+                    y - 6,
+                );
             } else {
                 let _ = write!(
                     out,
@@ -283,6 +295,33 @@ fn merge_markers(
         }
     }
     out
+}
+
+/// What the timeline's markers mean, for those it has.
+fn legend(markers: &str) -> String {
+    let items: Vec<&str> = [
+        (
+            "<g class=\"merge\">",
+            "<span style=\"color:#15803d\">◆</span> landed on the integration branch",
+        ),
+        (
+            "<g class=\"conflict\">",
+            "<span style=\"color:#dc2626\">▼</span> merge conflict",
+        ),
+        (
+            "<g class=\"rejected\">",
+            "<span style=\"color:#ea580c\">■</span> not merged: the merged result failed verify",
+        ),
+    ]
+    .into_iter()
+    .filter(|(mark, _)| markers.contains(mark))
+    .map(|(_, text)| text)
+    .collect();
+    if items.is_empty() {
+        String::new()
+    } else {
+        format!("<p class=\"legend\">{}</p>", items.join(" · "))
+    }
 }
 
 /// The merge queue: where the work is and how to take it, what landed in
@@ -332,16 +371,10 @@ fn merge_html(run: &RunData) -> String {
     for b in &q.blocked {
         let _ = write!(
             out,
-            "<p><b>{}</b> {}: conflicts with {} in {}{}</p>",
+            "<p><b>{}</b> {}: {}</p>",
             esc(&b.task),
             esc(&b.state),
-            esc(&with_text(&b.with)),
-            esc(&b.files.join(", ")),
-            if b.state == "blocked" {
-                "; it needs a person"
-            } else {
-                ""
-            }
+            esc(&blocked_reason(b)),
         );
     }
     out.push_str("<table><thead><tr><th>task</th><th>state</th><th>branch</th><th>base</th><th>merge commit</th><th>conflicts</th></tr></thead><tbody>");

@@ -22,7 +22,7 @@ use crate::data::TaskReport;
 
 mod text;
 
-pub(crate) use text::with_text;
+pub(crate) use text::{blocked_reason, with_text};
 pub use text::{queue_markdown, queue_text};
 
 /// A commit id shortened for people (12 hex digits, as git's messages in
@@ -61,7 +61,9 @@ pub struct Conflict {
 pub struct MergeEvent {
     /// When (the record's `ts`).
     pub ts: String,
-    /// `merged` (`task_merged`) or `conflict` (`merge_conflict`).
+    /// `merged` (`task_merged`), `conflict` (`merge_conflict`) or
+    /// `rejected` (`merge_rejected`: the merged result failed
+    /// `[integration] verify`).
     pub kind: String,
     /// The merge commit (`merged`).
     pub commit: Option<String>,
@@ -69,7 +71,10 @@ pub struct MergeEvent {
     pub files: Vec<String>,
     /// The tasks it conflicts with (`conflict`).
     pub with: Vec<String>,
-    /// Whether a revision follows (`conflict`); false: the task is blocked.
+    /// The verify command that failed (`rejected`).
+    pub command: Option<String>,
+    /// Whether a revision follows (`conflict`, `rejected`); false: the task
+    /// is blocked or failed.
     pub revision: Option<bool>,
 }
 
@@ -87,7 +92,10 @@ pub struct TaskMerge {
     pub conflict: Option<Conflict>,
     /// Every conflict it met, oldest first.
     pub conflicts: Vec<Conflict>,
-    /// Its `task_merged` and `merge_conflict` records.
+    /// The `[integration] verify` command its merged result failed, when
+    /// that kept it from landing (its result's `verify.command`).
+    pub rejected_by: Option<String>,
+    /// Its `task_merged`, `merge_conflict` and `merge_rejected` records.
     pub events: Vec<MergeEvent>,
 }
 
@@ -182,6 +190,7 @@ fn event(m: &Value) -> Option<MergeEvent> {
     let kind = match m["type"].as_str()? {
         "task_merged" => "merged",
         "merge_conflict" => "conflict",
+        "merge_rejected" => "rejected",
         _ => return None,
     };
     let data = m.get("data");
@@ -191,6 +200,7 @@ fn event(m: &Value) -> Option<MergeEvent> {
         commit: string(data.and_then(|d| d.get("merge_commit"))),
         files: strings(data.and_then(|d| d.get("files"))),
         with: strings(data.and_then(|d| d.get("with"))),
+        command: string(data.and_then(|d| d.get("command"))),
         revision: data
             .and_then(|d| d.get("revision"))
             .and_then(Value::as_bool),
@@ -210,6 +220,7 @@ pub fn task_merge(result: Option<&Value>, records: &[&Value]) -> Option<TaskMerg
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(conflict).collect())
             .unwrap_or_default(),
+        rejected_by: string(field("verify").and_then(|v| v.get("command"))),
         events: records.iter().filter_map(|m| event(m)).collect(),
     };
     (merge != TaskMerge::default()).then_some(merge)
@@ -251,7 +262,8 @@ pub struct ConflictEntry {
     pub outcome: String,
 }
 
-/// A task stopped on the way in: blocked, or failed on a conflict.
+/// A task stopped on the way in: blocked, or failed on a conflict or on
+/// `[integration] verify`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BlockedEntry {
     /// The task.
@@ -286,7 +298,7 @@ pub struct MergeQueue {
     pub waiting: Vec<WaitingEntry>,
     /// Every conflict met, per task in id order.
     pub conflicts: Vec<ConflictEntry>,
-    /// Tasks blocked, or failed on a conflict.
+    /// Tasks blocked, or failed on a conflict or on `[integration] verify`.
     pub blocked: Vec<BlockedEntry>,
     /// The commands that take the work (`git merge wavecrew/<id>`, `wavecrew
     /// run <session> --apply`); empty when the branch is gone.
@@ -501,7 +513,8 @@ pub fn collect_queue(
                     .then(|| all.last().cloned())
                     .flatten()
             });
-        if t.state == "blocked" || (t.state == "failed" && ended_on.is_some()) {
+        let rejected = t.merge.as_ref().is_some_and(|m| m.rejected_by.is_some());
+        if t.state == "blocked" || (t.state == "failed" && (ended_on.is_some() || rejected)) {
             let (files, with) = ended_on.map(|c| (c.files, c.with)).unwrap_or_default();
             blocked.push(BlockedEntry {
                 task: t.id.clone(),

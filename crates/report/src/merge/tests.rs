@@ -43,9 +43,13 @@ fn with_falls_back_to_the_upstream_tasks_and_events_are_read() {
     let clash = json!({"ts": "2026-01-01T00:00:00Z", "type": "merge_conflict",
         "data": {"task_id": "IMPL-009", "files": ["f"], "with": ["IMPL-001"], "revision": true}});
     let junk = json!({"ts": 5, "type": "task_merged"});
-    let m = task_merge(Some(&result), &[&clash, &merged, &junk]).unwrap();
+    let rejected = json!({"ts": "2026-01-01T00:00:02Z", "type": "merge_rejected",
+        "data": {"task_id": "IMPL-009", "command": "make check", "output": "x", "revision": true}});
+    let m = task_merge(Some(&result), &[&clash, &merged, &junk, &rejected]).unwrap();
     assert_eq!(m.conflict.as_ref().unwrap().with, ["IMPL-001", "IMPL-002"]);
-    assert_eq!(m.events.len(), 2);
+    assert_eq!(m.events.len(), 3);
+    assert_eq!(m.events[2].kind, "rejected");
+    assert_eq!(m.events[2].command.as_deref(), Some("make check"));
     assert_eq!(m.events[0].revision, Some(true));
     assert_eq!(m.landed_at(), Some("2026-01-01T00:00:01Z"));
     assert_eq!(m.all_conflicts().len(), 1);
@@ -95,6 +99,14 @@ fn without_the_repository_the_results_tell_what_landed() {
         TaskStatus::Completed,
         Some(json!({"files_modified": []})),
     );
+    add(
+        "IMPL-006",
+        TaskStatus::Failed,
+        Some(
+            json!({"error": "after one revision the merged result still fails `make check`",
+            "verify": {"command": "make check", "output": "boom"}, "branch": "wavecrew-tasks/S-1/IMPL-006/2"}),
+        ),
+    );
     std::fs::create_dir_all(dir.join("worktrees/IMPL-003")).unwrap();
     std::fs::write(
         dir.join("worktrees/IMPL-003/2.json"),
@@ -134,7 +146,8 @@ fn without_the_repository_the_results_tell_what_landed() {
         .map(|c| (c.task.as_str(), c.outcome.as_str()))
         .collect();
     assert_eq!(outcomes, [("IMPL-003", "revising"), ("IMPL-004", "failed")]);
-    assert_eq!(q.blocked.len(), 1);
+    let blocked: Vec<&str> = q.blocked.iter().map(|b| b.task.as_str()).collect();
+    assert_eq!(blocked, ["IMPL-004", "IMPL-006"]);
     assert_eq!(q.blocked[0].with, ["IMPL-002"]);
     assert_eq!(q.take[1], "wavecrew run .workflow/.team/S-1 --apply");
     let status = crate::status::status_text(&run, 0);
@@ -143,6 +156,12 @@ fn without_the_repository_the_results_tell_what_landed() {
         "{status}"
     );
     assert!(status.contains("(read from the task results)"), "{status}");
+    assert!(
+        status.contains(
+            "IMPL-006 [failed]: after one revision the merged result still fails `make check`"
+        ),
+        "{status}"
+    );
     let summary = crate::render::summary_markdown(&run);
     assert!(
         summary.contains("| IMPL-005 |") && summary.contains("## Merge queue"),

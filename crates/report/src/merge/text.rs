@@ -107,7 +107,7 @@ pub fn queue_text(q: &MergeQueue) -> String {
     if !q.blocked.is_empty() {
         out.push_str("  Blocked:\n");
         for b in &q.blocked {
-            let _ = writeln!(out, "    {}", blocked_text(b));
+            let _ = writeln!(out, "    {} [{}]: {}", b.task, b.state, blocked_reason(b));
         }
     }
     if let [merge, apply, ..] = q.take.as_slice() {
@@ -120,30 +120,25 @@ pub fn queue_text(q: &MergeQueue) -> String {
     out
 }
 
-/// One blocked task, in words.
-fn blocked_text(b: &BlockedEntry) -> String {
-    let what = if b.state == "blocked" {
-        "needs a person"
-    } else {
-        "failed"
-    };
-    if b.files.is_empty() && b.with.is_empty() {
-        format!(
-            "{} [{}]: {what}{}",
-            b.task,
-            b.state,
-            b.error
-                .as_deref()
-                .map_or_else(String::new, |e| format!(" ({e})"))
-        )
+/// Why a task stopped on the way in, in words: the conflict it ended on
+/// (the other tasks and the files), else its error; a blocked task needs
+/// a person.
+pub(crate) fn blocked_reason(b: &BlockedEntry) -> String {
+    let why = if b.files.is_empty() && b.with.is_empty() {
+        b.error
+            .clone()
+            .unwrap_or_else(|| "no error recorded".into())
     } else {
         format!(
-            "{} [{}]: conflicts with {} in {}; {what}",
-            b.task,
-            b.state,
+            "conflicts with {} in {}",
             with_text(&b.with),
             files_text(&b.files)
         )
+    };
+    if b.state == "blocked" {
+        format!("{why}; it needs a person")
+    } else {
+        why
     }
 }
 
