@@ -83,7 +83,7 @@ pub enum Command {
     Prompt(commands::prompt::PromptArgs),
     /// Remove every worktree of a session (their branches stay).
     Clean(commands::integration::CleanArgs),
-    /// A session's progress: tasks by state, waves, running attempts, critical path, last records.
+    /// A session's progress: tasks by state, waves, running attempts, the merge queue of an isolated session, critical path, last records.
     Status(commands::report::StatusArgs),
     /// Write every report of a session again (reports/), from its bus and task store.
     Report(commands::report::ReportArgs),

@@ -88,7 +88,12 @@ fn the_demos_reports() {
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(reports.join("run-summary.json")).unwrap())
             .unwrap();
-    assert_eq!(summary["schema_version"], 2);
+    assert_eq!(summary["schema_version"], 3);
+    assert_eq!(
+        summary["merge_queue"],
+        Value::Null,
+        "the demo runs in place"
+    );
     // 8 tasks of the scripted agent, 30 tokens each, its model unpriced.
     assert_eq!(summary["cost"]["run"]["tokens"], 240);
     assert_eq!(summary["cost"]["run"]["cost_usd"], Value::Null);
@@ -116,6 +121,7 @@ fn the_demos_reports() {
     );
     let sj: Value = serde_json::from_str(&status_json.stdout).unwrap();
     assert_eq!(sj["counts"]["completed"], 8);
+    assert_eq!(sj["merge_queue"], Value::Null);
     insta_settings().bind(|| {
         insta::assert_snapshot!(
             "demo_status",
@@ -336,4 +342,242 @@ fn a_run_budget_stops_new_starts_and_the_run_names_it() {
         "{}",
         status.render()
     );
+}
+
+/// Commit ids change with every run (they hash the commit times).
+fn no_commits(text: &str) -> String {
+    let long = regex::Regex::new(r"\b[0-9a-f]{40}\b").unwrap();
+    let short = regex::Regex::new(r"\b[0-9a-f]{12}\b").unwrap();
+    short
+        .replace_all(&long.replace_all(text, "[COMMIT]"), "[SHORT]")
+        .into_owned()
+}
+
+/// An isolated session built by hand: a real repository whose integration
+/// branch (made by `wavecrew-isolation`) holds IMPL-001's landing, and
+/// IMPL-002, whose worktree started before that landing, conflicting with
+/// it on `shared.txt`, twice, and now blocked; its task results and bus
+/// records are those the executor writes.
+#[test]
+fn an_isolated_sessions_merge_queue_in_status_and_the_report() {
+    use wavecrew_isolation::{Integration, Landing, Repo};
+
+    const SID: &str = "TC-merge-queue-2026-11-24";
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap();
+    let git = |args: &[&str]| crate::team::git(&root, args);
+    git(&["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("shared.txt"), "one\ntwo\nthree\n").unwrap();
+    std::fs::write(root.join(".gitignore"), ".workflow/\n").unwrap();
+    git(&["add", "."]);
+    git(&["commit", "-qm", "start"]);
+    let session = root.join(".workflow/.team").join(SID);
+    std::fs::create_dir_all(&session).unwrap();
+
+    // The merge queue, for real: both worktrees start from the same tip;
+    // IMPL-001 lands first, so IMPL-002's edit of the same line conflicts.
+    let repo = Repo::open(&root).unwrap().unwrap();
+    let integration = Integration::start(&repo, SID, &[".workflow"], &session).unwrap();
+    let wt1 = integration.open_worktree("IMPL-001", 1, &[]).unwrap();
+    let wt2 = integration.open_worktree("IMPL-002", 1, &[]).unwrap();
+    std::fs::write(wt1.path.join("shared.txt"), "one\nTWO\nthree\n").unwrap();
+    std::fs::write(wt2.path.join("shared.txt"), "one\n2\nthree\n").unwrap();
+    integration
+        .commit(&wt1, "IMPL-001", "IMPL-001: capitalise")
+        .unwrap();
+    let Landing::FastForward { commit: landed } = integration.land(&wt1, "IMPL-001").unwrap()
+    else {
+        panic!("IMPL-001 fast-forwards")
+    };
+    integration
+        .commit(&wt2, "IMPL-002", "IMPL-002: digits")
+        .unwrap();
+    let Landing::Conflict {
+        files, messages, ..
+    } = integration.land(&wt2, "IMPL-002").unwrap()
+    else {
+        panic!("IMPL-002 conflicts")
+    };
+    assert_eq!(files, ["shared.txt"]);
+    let subject = git(&["log", "-1", "--format=%s", &landed])
+        .trim()
+        .to_owned();
+    let conflict = serde_json::json!({
+        "files": files, "messages": messages,
+        "upstream": [{"commit": landed, "subject": subject, "task": "IMPL-001"}],
+        "with": ["IMPL-001"],
+    });
+    integration.remove_worktree(&wt1).unwrap();
+
+    // The task store, as the executor leaves it.
+    let store = wavecrew_core::FileTaskStore::for_session(&session);
+    let task = |id: &str, status, result: Value| {
+        let mut t = wavecrew_core::Task::new(
+            wavecrew_core::TaskId::new(id).unwrap(),
+            format!("{id} edits shared.txt"),
+            "",
+        );
+        t.owner = Some("developer".into());
+        t.status = status;
+        t.result = Some(result);
+        wavecrew_core::TaskStore::create(&store, t).unwrap();
+    };
+    task(
+        "IMPL-001",
+        wavecrew_core::TaskStatus::Completed,
+        serde_json::json!({"task_id": "IMPL-001", "status": "success",
+            "files_modified": ["shared.txt"], "branch": wt1.branch, "base": wt1.base,
+            "merge_commit": landed}),
+    );
+    let branch2 = integration.task_branch("IMPL-002", 2);
+    task(
+        "IMPL-002",
+        wavecrew_core::TaskStatus::Blocked,
+        serde_json::json!({"task_id": "IMPL-002",
+            "error": "its work conflicts with work landed since its base in shared.txt",
+            "branch": branch2, "base": wt2.base,
+            "conflict": conflict, "conflicts": [conflict, conflict]}),
+    );
+    std::fs::write(
+        session.join("team-session.json"),
+        serde_json::json!({"session_id": SID, "task_description": "Two tasks, one line",
+            "status": "active", "roles": [], "active_workers": [], "completed_tasks": ["IMPL-001"]})
+        .to_string(),
+    )
+    .unwrap();
+    // The bus: each landing and conflict where it happened.
+    let records = [
+        (
+            "00",
+            "progress_update",
+            "IMPL-001 attempt 1 via demo",
+            serde_json::json!({"task_id": "IMPL-001"}),
+        ),
+        (
+            "01",
+            "progress_update",
+            "IMPL-002 attempt 1 via demo",
+            serde_json::json!({"task_id": "IMPL-002"}),
+        ),
+        (
+            "05",
+            "task_merged",
+            "IMPL-001 landed on wavecrew/TC-merge-queue-2026-11-24",
+            serde_json::json!({
+            "task_id": "IMPL-001", "branch": wt1.branch, "base": wt1.base, "merge_commit": landed,
+            "integration_branch": integration.branch()}),
+        ),
+        (
+            "06",
+            "task_complete",
+            "IMPL-001 complete (demo): 1 file(s) changed",
+            serde_json::json!({"task_id": "IMPL-001"}),
+        ),
+        (
+            "08",
+            "merge_conflict",
+            "IMPL-002 conflicts with IMPL-001 in shared.txt; revising",
+            serde_json::json!({
+            "task_id": "IMPL-002", "files": ["shared.txt"], "with": ["IMPL-001"], "revision": true}),
+        ),
+        (
+            "09",
+            "progress_update",
+            "IMPL-002 attempt 2 via demo",
+            serde_json::json!({"task_id": "IMPL-002"}),
+        ),
+        (
+            "14",
+            "merge_conflict",
+            "IMPL-002 conflicts with IMPL-001 in shared.txt again; blocked",
+            serde_json::json!({
+            "task_id": "IMPL-002", "files": ["shared.txt"], "with": ["IMPL-001"], "revision": false}),
+        ),
+    ];
+    let bus: String = records
+        .iter()
+        .enumerate()
+        .map(|(i, (sec, kind, summary, data))| {
+            serde_json::json!({"id": format!("MSG-{:03}", i + 1),
+                "ts": format!("2026-11-24T10:00:{sec}.000+00:00"), "from": "executor",
+                "to": "coordinator", "type": kind, "summary": format!("[executor] {summary}"),
+                "data": data})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::create_dir_all(session.join(".msg")).unwrap();
+    std::fs::write(session.join(".msg/messages.jsonl"), bus).unwrap();
+
+    let s = session.to_str().unwrap();
+    let status = run_bin("wavecrew", &["status", s, "--last", "2"], &root);
+    assert_eq!(status.code, 0, "{}", status.render());
+    let json = run_bin("wavecrew", &["status", s, "--json"], &root);
+    let sj: Value = serde_json::from_str(&json.stdout).unwrap();
+    let q = &sj["merge_queue"];
+    assert_eq!(q["branch"], integration.branch());
+    assert_eq!(q["tip"], Value::String(landed.clone()));
+    assert_eq!(q["landed_from"], "git");
+    assert_eq!(q["landed"][0]["task"], "IMPL-001");
+    assert_eq!(q["landed"][0]["commit"], Value::String(landed.clone()));
+    assert_eq!(q["blocked"][0]["task"], "IMPL-002");
+    assert_eq!(q["blocked"][0]["with"], serde_json::json!(["IMPL-001"]));
+    assert_eq!(q["blocked"][0]["files"], serde_json::json!(["shared.txt"]));
+    assert_eq!(
+        q["take"],
+        serde_json::json!([
+            format!("git merge wavecrew/{SID}"),
+            format!("wavecrew run .workflow/.team/{SID} --apply")
+        ])
+    );
+    // Existing keys are unchanged.
+    assert_eq!(sj["counts"]["blocked"], 1);
+
+    let report = run_bin("wavecrew", &["report", s], &root);
+    assert_eq!(report.code, 0, "{}", report.render());
+    let summary = std::fs::read_to_string(session.join("reports/summary.md")).unwrap();
+    let merge_section = summary
+        .split("\n## Merge queue\n")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a merge section");
+    let run_summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(session.join("reports/run-summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(run_summary["schema_version"], 3);
+    let t2 = &run_summary["tasks"][1];
+    assert_eq!(t2["merge"]["branch"], Value::String(branch2));
+    assert_eq!(t2["merge"]["conflicts"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        t2["merge"]["conflict"]["upstream"][0]["task"], "IMPL-001",
+        "{t2}"
+    );
+    assert_eq!(
+        run_summary["tasks"][0]["merge"]["merge_commit"],
+        Value::String(landed.clone())
+    );
+    // The timeline: one landing marker, two conflict markers.
+    let html = std::fs::read_to_string(session.join("reports/index.html")).unwrap();
+    assert_eq!(html.matches("<g class=\"merge\">").count(), 1, "{html}");
+    assert_eq!(html.matches("<g class=\"conflict\">").count(), 2, "{html}");
+    assert!(html.contains("<h2>Merge queue</h2>"));
+
+    insta_settings().bind(|| {
+        insta::assert_snapshot!("merge_queue_status", no_commits(&status.render_in(&root)));
+        insta::assert_snapshot!("merge_queue_summary", no_commits(merge_section));
+    });
+
+    // The branch deleted after its work was taken: status says so, reads
+    // what landed from the results, and does not make the branch again.
+    git(&["branch", "-D", integration.branch()]);
+    let status = run_bin("wavecrew", &["status", s], &root);
+    assert_eq!(status.code, 0, "{}", status.render());
+    assert!(
+        status.stdout.contains("no longer exists") && status.stdout.contains("1. IMPL-001"),
+        "{}",
+        status.render()
+    );
+    assert_eq!(git(&["branch", "--list", integration.branch()]), "");
+    integration.clean().unwrap();
 }

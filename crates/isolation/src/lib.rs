@@ -37,6 +37,8 @@
 //!   [`Integration::land_checked`] runs a check on each merge candidate
 //!   first (in [`Integration::candidate_worktree`]); a failure lands
 //!   nothing.
+//! - [`Inspection::read`] reads the branch and what landed on it, in
+//!   landing order, without changing anything (for status and reports).
 //! - [`Integration::prune_stale`], [`Integration::remove_worktree`] and
 //!   [`Integration::clean`] tidy up; [`Integration::apply`] fast-forwards
 //!   the user's branch to the result when nothing moved meanwhile; on a
@@ -98,6 +100,7 @@
 mod error;
 mod git;
 mod ids;
+mod inspect;
 mod integration;
 mod land;
 mod lock;
@@ -107,6 +110,7 @@ mod verify;
 mod worktree;
 
 pub use error::{IsolationError, Result};
+pub use inspect::{Inspection, LandedTask};
 pub use integration::{
     Applied, AppliedFiles, BRANCH_PREFIX, Integration, STATE_FILE, TRAILER, worktree_path,
     worktrees_dir,

@@ -313,6 +313,8 @@ mod tests {
             usage: None,
             error: None,
             summary: None,
+            merge: None,
+            last_record_at: None,
         };
         let tasks = [task("T-1", "dev"), task("T-2", "dev")];
         let c = collect_cost(dir.path(), &tasks, 1_500);

@@ -87,6 +87,14 @@ pub struct TaskReport {
     pub error: Option<String>,
     /// The summary of its final bus record.
     pub summary: Option<String>,
+    /// Its branch, base, merge commit and conflicts, when it worked in a
+    /// worktree of its own (absent for a task that ran in place).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merge: Option<crate::merge::TaskMerge>,
+    /// The time of its last bus record (where a blocked task's bar ends on
+    /// the timeline).
+    #[serde(skip)]
+    pub last_record_at: Option<String>,
 }
 
 /// A whole run.
@@ -116,6 +124,8 @@ pub struct RunData {
     pub messages: usize,
     /// What the run spent, against its budgets.
     pub cost: crate::cost::CostReport,
+    /// The merge queue of a session that ran isolated; None in place.
+    pub merge_queue: Option<crate::merge::MergeQueue>,
     /// The session folder.
     #[serde(skip)]
     pub session_dir: PathBuf,
@@ -291,6 +301,11 @@ fn task_report(session_dir: &Path, t: &Task, mine: &[&Value]) -> TaskReport {
         summary: last_final
             .and_then(|m| m["summary"].as_str())
             .map(str::to_owned),
+        merge: crate::merge::task_merge(result, mine),
+        last_record_at: mine
+            .last()
+            .and_then(|m| m["ts"].as_str())
+            .map(str::to_owned),
         attempts,
     }
 }
@@ -365,6 +380,7 @@ pub fn collect(session_dir: &Path) -> Result<RunData, ReportError> {
         .and_then(|m| m["ts"].as_str())
         .map(str::to_owned);
     let ended_at = bus.last().and_then(|m| m["ts"].as_str()).map(str::to_owned);
+    let merge_queue = crate::merge::collect_queue(session_dir, &session_id, &mut reports);
     let reports_for_cost = reports.clone();
     let index = reports
         .iter()
@@ -400,6 +416,7 @@ pub fn collect(session_dir: &Path) -> Result<RunData, ReportError> {
             &reports_for_cost,
             wavecrew_backends::governor::Clock::now_ms(&wavecrew_backends::governor::SystemClock),
         ),
+        merge_queue,
         session_id,
         session_dir: session_dir.to_owned(),
         index,

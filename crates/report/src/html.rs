@@ -1,10 +1,15 @@
 //! `index.html`: a self-contained timeline of the run (no script, no
 //! network): one row per slot with a bar per task (colour = state, a thick
-//! outline = critical path), the waves, and each task's attempts.
+//! outline = critical path), on it a green diamond where the task's work
+//! landed on the integration branch, a red triangle where it met a merge
+//! conflict and an orange square where `[integration] verify` kept it out;
+//! the waves, each task's attempts, and the merge queue of
+//! a session that ran isolated.
 
 use std::fmt::Write as _;
 
 use crate::data::RunData;
+use crate::merge::{blocked_reason, short, with_text};
 use crate::render::lanes;
 
 fn esc(s: &str) -> String {
@@ -62,6 +67,8 @@ pub fn index_html(run: &RunData) -> String {
             esc(&t.id)
         );
     }
+    let markers = merge_markers(run, &lanes, total, width, row_h);
+    svg.push_str(&markers);
     let _ = write!(
         svg,
         "<text x=\"70\" y=\"{}\" font-size=\"11\">0</text><text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{} ms</text></svg>",
@@ -139,13 +146,15 @@ pub fn index_html(run: &RunData) -> String {
     }
     table.push_str("</tbody></table>");
     let cost = cost_html(run);
+    let legend = legend(&markers);
+    let merge = merge_html(run);
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>wavecrew: {id}</title>\
 <style>body{{font-family:system-ui,sans-serif;margin:24px;color:#111}}table{{border-collapse:collapse;margin-top:12px}}\
 td,th{{border:1px solid #ddd;padding:4px 8px;font-size:13px;vertical-align:top}}.chip{{padding:1px 6px;border-radius:4px;font-size:12px}}\
 li{{margin:4px 0}}</style></head><body>\
 <h1>{id}</h1><p>{desc}</p><p>Status: <b>{status}</b> · {n} tasks · critical path: {cp}</p>\
-<h2>Timeline</h2>{svg}<h2>Waves</h2><ul>{waves}</ul><h2>Tasks</h2>{table}{cost}</body></html>\n",
+<h2>Timeline</h2>{svg}{legend}<h2>Waves</h2><ul>{waves}</ul><h2>Tasks</h2>{table}{merge}{cost}</body></html>\n",
         id = esc(&run.session_id),
         desc = esc(&run.task_description),
         status = esc(&run.status),
@@ -200,5 +209,212 @@ fn cost_html(run: &RunData) -> String {
         }
         out.push_str("</tbody></table>");
     }
+    out
+}
+
+/// Where each `task_merged` (a green diamond), `merge_conflict` (a red
+/// triangle) and `merge_rejected` (an orange square) record falls on its
+/// task's row; nothing for a task without a bar.
+fn merge_markers(
+    run: &RunData,
+    lanes: &[(usize, usize, u64, u64)],
+    total: u64,
+    width: f64,
+    row_h: usize,
+) -> String {
+    let Some(origin) = run
+        .started_at
+        .as_deref()
+        .and_then(|s| s.parse::<jiff::Timestamp>().ok())
+    else {
+        return String::new();
+    };
+    let mut out = String::new();
+    for (i, lane, _, _) in lanes {
+        let t = &run.tasks[*i];
+        let Some(m) = &t.merge else { continue };
+        for e in &m.events {
+            let Some(at) = e.ts.parse::<jiff::Timestamp>().ok() else {
+                continue;
+            };
+            let ms = u64::try_from(at.duration_since(origin).as_millis())
+                .unwrap_or(0)
+                .min(total);
+            #[allow(clippy::cast_precision_loss)]
+            let x = 70.0 + width * (ms as f64) / (total as f64);
+            let y = lane * row_h + 14;
+            if e.kind == "merged" {
+                let _ = write!(
+                    out,
+                    "<g class=\"merge\"><title>{} landed{} at {}</title><polygon points=\"{x:.1},{} {:.1},{y} {x:.1},{} {:.1},{y}\" fill=\"#15803d\" stroke=\"#fff\" stroke-width=\"1\"/></g>",
+                    esc(&t.id),
+                    e.commit
+                        .as_deref()
+                        .map_or_else(String::new, |c| format!(" as {}", esc(short(c)))),
+                    esc(&e.ts),
+                    y - 7,
+                    x + 6.0,
+                    y + 7,
+                    x - 6.0,
+                );
+            } else if e.kind == "rejected" {
+                let _ = write!(
+                    out,
+                    "<g class=\"rejected\"><title>{} not merged: the merged result failed {} at {}{}</title><rect x=\"{:.1}\" y=\"{}\" width=\"11\" height=\"11\" fill=\"#ea580c\" stroke=\"#fff\" stroke-width=\"1\"/></g>",
+                    esc(&t.id),
+                    esc(e.command.as_deref().unwrap_or("the verify command")),
+                    esc(&e.ts),
+                    match e.revision {
+                        Some(true) => "; a revision follows",
+                        Some(false) => "; failed",
+                        None => "",
+                    },
+                    x - 5.5,
+                    y - 6,
+                );
+            } else {
+                let _ = write!(
+                    out,
+                    "<g class=\"conflict\"><title>{} conflicts with {} in {} at {}{}</title><polygon points=\"{:.1},{} {:.1},{} {x:.1},{}\" fill=\"#dc2626\" stroke=\"#fff\" stroke-width=\"1\"/></g>",
+                    esc(&t.id),
+                    esc(&with_text(&e.with)),
+                    esc(&e.files.join(", ")),
+                    esc(&e.ts),
+                    match e.revision {
+                        Some(true) => "; a revision follows",
+                        Some(false) => "; blocked",
+                        None => "",
+                    },
+                    x - 6.0,
+                    y - 7,
+                    x + 6.0,
+                    y - 7,
+                    y + 6,
+                );
+            }
+        }
+    }
+    out
+}
+
+/// What the timeline's markers mean, for those it has.
+fn legend(markers: &str) -> String {
+    let items: Vec<&str> = [
+        (
+            "<g class=\"merge\">",
+            "<span style=\"color:#15803d\">◆</span> landed on the integration branch",
+        ),
+        (
+            "<g class=\"conflict\">",
+            "<span style=\"color:#dc2626\">▼</span> merge conflict",
+        ),
+        (
+            "<g class=\"rejected\">",
+            "<span style=\"color:#ea580c\">■</span> not merged: the merged result failed verify",
+        ),
+    ]
+    .into_iter()
+    .filter(|(mark, _)| markers.contains(mark))
+    .map(|(_, text)| text)
+    .collect();
+    if items.is_empty() {
+        String::new()
+    } else {
+        format!("<p class=\"legend\">{}</p>", items.join(" · "))
+    }
+}
+
+/// The merge queue: where the work is and how to take it, what landed in
+/// order, blocked tasks, and per task its branch, base, merge commit and
+/// conflicts. Nothing for a session that ran in place.
+fn merge_html(run: &RunData) -> String {
+    let Some(q) = &run.merge_queue else {
+        return String::new();
+    };
+    let code = |s: &str| format!("<code>{}</code>", esc(s));
+    let mut out = format!(
+        "<h2>Merge queue</h2><p>The work is on branch {}",
+        code(&q.branch)
+    );
+    if let Some(tip) = &q.tip {
+        let _ = write!(out, " (tip {})", code(short(tip)));
+    }
+    let _ = write!(
+        out,
+        ": {} task(s) landed (read from {}).",
+        q.landed.len(),
+        if q.landed_from == "git" {
+            "git"
+        } else {
+            "the task results"
+        }
+    );
+    if let [merge, apply, ..] = q.take.as_slice() {
+        let _ = write!(
+            out,
+            " Take it with {} or {} (it fast-forwards your branch when nothing moved since the start).",
+            code(merge),
+            code(apply)
+        );
+    }
+    out.push_str("</p>");
+    if let Some(note) = &q.note {
+        let _ = write!(out, "<p>Note: {}</p>", esc(note));
+    }
+    if !q.landed.is_empty() {
+        out.push_str("<ol class=\"landed\">");
+        for l in &q.landed {
+            let _ = write!(out, "<li>{} {}</li>", esc(&l.task), code(short(&l.commit)));
+        }
+        out.push_str("</ol>");
+    }
+    for b in &q.blocked {
+        let _ = write!(
+            out,
+            "<p><b>{}</b> {}: {}</p>",
+            esc(&b.task),
+            esc(&b.state),
+            esc(&blocked_reason(b)),
+        );
+    }
+    out.push_str("<table><thead><tr><th>task</th><th>state</th><th>branch</th><th>base</th><th>merge commit</th><th>conflicts</th></tr></thead><tbody>");
+    for t in &run.tasks {
+        let Some(m) = &t.merge else { continue };
+        let conflicts: Vec<String> = q
+            .conflicts
+            .iter()
+            .filter(|c| c.task == t.id)
+            .map(|c| {
+                format!(
+                    "{} with {} ({})",
+                    esc(&c.files.join(", ")),
+                    esc(&with_text(&c.with)),
+                    esc(&c.outcome)
+                )
+            })
+            .collect();
+        let merge_commit = match (&m.merge_commit, t.state.as_str(), &m.branch) {
+            (Some(c), _, _) => code(short(c)),
+            (None, "completed", Some(_)) => "nothing to land".to_owned(),
+            _ => "-".to_owned(),
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td><span class=\"chip\" style=\"background:{}\">{}</span></td><td>{}</td><td>{}</td><td>{merge_commit}</td><td>{}</td></tr>",
+            esc(&t.id),
+            colour(&t.state),
+            esc(&t.state),
+            m.branch.as_deref().map_or_else(|| "-".into(), code),
+            m.base
+                .as_deref()
+                .map_or_else(|| "-".into(), |b| code(short(b))),
+            if conflicts.is_empty() {
+                "-".to_owned()
+            } else {
+                conflicts.join("<br>")
+            }
+        );
+    }
+    out.push_str("</tbody></table>");
     out
 }

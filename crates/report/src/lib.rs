@@ -8,6 +8,9 @@
 //! * [`render`]: `run-summary.json`, `junit.xml`, `summary.md`,
 //!   `trace.json` (Chrome trace events);
 //! * [`html`]: `index.html`, a self-contained timeline;
+//! * [`merge`]: the merge queue of a session that ran isolated (each
+//!   task's branch, base, merge commit and conflicts; what landed on the
+//!   integration branch, read from git);
 //! * [`status`]: the `wavecrew status` view;
 //! * [`write_reports`]: every file under `<session>/reports/`.
 //!
@@ -24,6 +27,7 @@
 pub mod cost;
 pub mod data;
 pub mod html;
+pub mod merge;
 pub mod render;
 pub mod status;
 

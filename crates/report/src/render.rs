@@ -2,9 +2,9 @@
 //!
 //! | file | what |
 //! |---|---|
-//! | `run-summary.json` | schema-versioned: session, timings, per task state, attempts, backend, duration, files, validation, usage |
+//! | `run-summary.json` | schema-versioned: session, timings, per task state, attempts, backend, duration, files, validation, usage, merge facts; the merge queue |
 //! | `junit.xml` | one testsuite per wave, one testcase per task (failure text = the verdict), for CI systems |
-//! | `summary.md` | fits a CI step summary |
+//! | `summary.md` | fits a CI step summary; a merge section when the session ran isolated |
 //! | `trace.json` | Chrome trace events: a Gantt chart in any trace viewer, one lane per slot |
 //! | `graph.dot`, `graph.mmd` | the graph with states as colours and the critical path highlighted |
 
@@ -20,8 +20,13 @@ use crate::data::{RunData, TaskReport};
 ///
 /// * 1: the first;
 /// * 2: adds `cost` (tokens and US dollars per task, backend, role and
-///   run, the budgets, the run budget's verdict, paused backends).
-pub const SCHEMA_VERSION: u32 = 2;
+///   run, the budgets, the run budget's verdict, paused backends);
+/// * 3: adds `merge_queue` (the integration branch, what landed in order,
+///   what waits, conflicts, blocked tasks, how to take the work; `null`
+///   for a session that ran in place) and, on each task that worked in a
+///   worktree of its own, `merge` (branch, base, merge commit, conflicts,
+///   its merge records).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// `run-summary.json`.
 pub fn run_summary(run: &RunData) -> Value {
@@ -36,6 +41,7 @@ pub fn run_summary(run: &RunData) -> Value {
         "messages": run.messages,
         "tasks": run.tasks,
         "cost": run.cost,
+        "merge_queue": run.merge_queue,
     })
 }
 
@@ -124,6 +130,7 @@ fn icon(state: &str) -> &'static str {
         "failed" => "❌",
         "skipped" => "⏭️",
         "in_progress" => "⏳",
+        "blocked" => "⛔",
         _ => "⬜",
     }
 }
@@ -163,11 +170,15 @@ pub fn summary_markdown(run: &RunData) -> String {
             t.files_changed.len()
         );
     }
+    out.push_str(&crate::merge::queue_markdown(
+        run.merge_queue.as_ref(),
+        &run.tasks,
+    ));
     out.push_str(&cost_markdown(run));
     let failed: Vec<&TaskReport> = run
         .tasks
         .iter()
-        .filter(|t| t.state == "failed" || t.state == "skipped")
+        .filter(|t| matches!(t.state.as_str(), "failed" | "skipped" | "blocked"))
         .collect();
     if !failed.is_empty() {
         out.push_str("\n## Failures\n\n");
@@ -243,7 +254,9 @@ pub fn junit(run: &RunData) -> String {
 }
 
 /// Lanes for the trace and the timeline: each task gets the lowest lane
-/// free at its start. Returns `(task index, lane, start ms, end ms)`.
+/// free at its start. A task spans its start to its end; a blocked task
+/// (waiting for a person, so not ended) to its last record. Returns
+/// `(task index, lane, start ms, end ms)`.
 pub fn lanes(run: &RunData) -> Vec<(usize, usize, u64, u64)> {
     let origin: Option<jiff::Timestamp> = run.started_at.as_deref().and_then(|s| s.parse().ok());
     let Some(origin) = origin else {
@@ -259,7 +272,12 @@ pub fn lanes(run: &RunData) -> Vec<(usize, usize, u64, u64)> {
         .enumerate()
         .filter_map(|(i, t)| {
             let a = ms(t.started_at.as_deref()?)?;
-            let b = ms(t.ended_at.as_deref()?)?;
+            let end = t.ended_at.as_deref().or_else(|| {
+                (t.state == "blocked")
+                    .then_some(t.last_record_at.as_deref())
+                    .flatten()
+            })?;
+            let b = ms(end)?;
             Some((i, a, b.max(a + 1)))
         })
         .collect();

@@ -1,5 +1,6 @@
 //! `wavecrew status`: tasks by state, waves, running attempts with their
-//! backend and elapsed time, the critical path, and the last bus records.
+//! backend and elapsed time, the merge queue of a session that ran
+//! isolated, the critical path, and the last bus records.
 
 use std::fmt::Write as _;
 
@@ -59,6 +60,7 @@ pub fn status_json(run: &RunData, last: usize) -> Value {
         "paused_backends": run.cost.paused,
         "waiting": run.cost.waiting,
         "recent_messages": recent,
+        "merge_queue": run.merge_queue,
     })
 }
 
@@ -103,6 +105,9 @@ pub fn status_text(run: &RunData, last: usize) -> String {
         );
     }
     out.push_str(&spend_text(run));
+    if let Some(q) = &run.merge_queue {
+        out.push_str(&crate::merge::queue_text(q));
+    }
     let _ = writeln!(
         out,
         "\nCritical path: {}",
