@@ -400,7 +400,12 @@ pub fn collect_queue(
     let mut top = None;
     let mut from_git: Option<Vec<LandedEntry>> = None;
     let mut gone = false;
-    match Repo::open(session_dir) {
+    // A folder without git: its session's shadow repository.
+    let opened = match Repo::open(session_dir) {
+        Ok(None) => Repo::open_shadow(session_dir),
+        other => other,
+    };
+    match opened {
         Ok(Some(repo)) => {
             top = Some(repo.top().to_owned());
             match Inspection::read(&repo, session_dir) {
