@@ -76,12 +76,47 @@ pub(crate) struct Listed {
     pub(crate) prunable: bool,
 }
 
+/// Remove what a `git worktree add` of ours killed half-way left in
+/// `<common-dir>/worktrees/`: an entry without its `commondir` or `HEAD`
+/// (or with one still empty)
+/// (git writes `gitdir` first) whose `gitdir` points into wavecrew's own
+/// folder. Every later `git worktree list` fails on such an entry. Nothing
+/// of anyone else's is touched. Returns whether anything was removed.
+fn repair_half_added(repo: &Repo) -> bool {
+    let ours = canon(&repo.common_dir().join("wavecrew"));
+    let Ok(entries) = fs::read_dir(repo.common_dir().join("worktrees")) else {
+        return false;
+    };
+    let mut removed = false;
+    for entry in entries.flatten() {
+        let admin = entry.path();
+        let written = |f: &str| fs::metadata(admin.join(f)).is_ok_and(|m| m.len() > 0);
+        if written("commondir") && written("HEAD") {
+            continue;
+        }
+        let Ok(gitdir) = fs::read_to_string(admin.join("gitdir")) else {
+            continue;
+        };
+        let worktree = Path::new(gitdir.trim()).parent().map(canon);
+        if worktree.is_some_and(|w| w.starts_with(&ours) && w != ours) {
+            removed |= fs::remove_dir_all(&admin).is_ok();
+        }
+    }
+    removed
+}
+
 /// Every worktree git knows of.
 pub(crate) fn list_worktrees(repo: &Repo) -> Result<Vec<Listed>> {
-    let out = repo
-        .git()
-        .args(["worktree", "list", "--porcelain", "-z"])
-        .run()?;
+    let list = || {
+        repo.git()
+            .args(["worktree", "list", "--porcelain", "-z"])
+            .run()
+    };
+    let out = match list() {
+        Ok(out) => out,
+        Err(e) if repair_half_added(repo) => list().map_err(|_| e)?,
+        Err(e) => return Err(e),
+    };
     let mut all = Vec::new();
     let mut current: Option<Listed> = None;
     for field in git::split_nul(&out) {

@@ -191,3 +191,29 @@ fn clean_removes_every_worktree_of_the_session() {
     assert_eq!(s.clean().unwrap(), 0);
     p.assert_sound();
 }
+
+#[test]
+fn a_worktree_add_killed_half_way_does_not_stop_the_next() {
+    let p = Project::new();
+    let s = p.start("S-half");
+    let a = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    // What `git worktree add` killed after writing `gitdir` leaves: an
+    // entry whose `commondir` is still empty, on which `git worktree list`
+    // fails.
+    let admin = std::fs::read_dir(p.top.join(".git/worktrees"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|d| {
+            std::fs::read_to_string(d.join("gitdir"))
+                .is_ok_and(|g| g.trim().starts_with(a.path.to_str().unwrap()))
+        })
+        .unwrap();
+    std::fs::write(admin.join("commondir"), "").unwrap();
+    let b = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    assert!(b.path.is_dir());
+    // The half-made entry is gone (its name may be b's now).
+    let listed = p.git(&["worktree", "list", "--porcelain"]);
+    assert!(listed.contains(b.path.to_str().unwrap()), "{listed}");
+    assert!(!listed.contains(a.path.to_str().unwrap()), "{listed}");
+}
