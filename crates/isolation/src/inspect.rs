@@ -9,12 +9,9 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use wavecrew_core::fsutil;
-
-use crate::error::{IsolationError, Result};
+use crate::error::Result;
 use crate::git::git;
-use crate::ids::check_id;
-use crate::integration::{BRANCH_PREFIX, STATE_FILE, State, TRAILER};
+use crate::integration::{State, TRAILER, read_state};
 use crate::repo::Repo;
 
 /// A task that landed on the integration branch, and the commit that
@@ -58,28 +55,9 @@ impl Inspection {
     ///
     /// [`Integration::resume`]: crate::Integration::resume
     pub fn read(repo: &Repo, state_dir: &Path) -> Result<Option<Inspection>> {
-        let state_file = state_dir.join(STATE_FILE);
-        if !state_file.exists() {
+        let Some(state) = read_state(state_dir)? else {
             return Ok(None);
-        }
-        let state: State = fsutil::read_json(&state_file)?;
-        let inconsistent = |message: String| IsolationError::Inconsistent {
-            path: state_file.clone(),
-            message,
         };
-        if state.version != 1 {
-            return Err(inconsistent(format!(
-                "format version {}; expected 1",
-                state.version
-            )));
-        }
-        check_id("session id", &state.session)?;
-        if state.branch != format!("{BRANCH_PREFIX}{}", state.session) {
-            return Err(inconsistent(format!(
-                "branch `{}`; expected `{BRANCH_PREFIX}{}`",
-                state.branch, state.session
-            )));
-        }
         let tip = repo.resolve(&format!("refs/heads/{}", state.branch))?;
         let landed = match &tip {
             Some(tip) => landings(repo, &state, tip)?,

@@ -201,22 +201,13 @@ impl Integration {
     /// creating anything but a lost branch (see [`Integration::start`]);
     /// Ok(None) when `state_dir` has no state file.
     pub fn resume(repo: &Repo, state_dir: &Path) -> Result<Option<Integration>> {
-        let state_file = state_dir.join(STATE_FILE);
-        if !state_file.exists() {
+        let Some(state) = read_state(state_dir)? else {
             return Ok(None);
-        }
-        let state: State = fsutil::read_json(&state_file)?;
+        };
         let inconsistent = |message: String| IsolationError::Inconsistent {
-            path: state_file.clone(),
+            path: state_dir.join(STATE_FILE),
             message,
         };
-        if state.version != 1 {
-            return Err(inconsistent(format!(
-                "format version {}; expected 1",
-                state.version
-            )));
-        }
-        check_id("session id", &state.session)?;
         if state.shadow != repo.is_shadow() {
             return Err(inconsistent(if state.shadow {
                 format!(
@@ -232,12 +223,6 @@ impl Integration {
                     repo.common_dir().display()
                 )
             }));
-        }
-        if state.branch != format!("{BRANCH_PREFIX}{}", state.session) {
-            return Err(inconsistent(format!(
-                "branch `{}`; expected `{BRANCH_PREFIX}{}`",
-                state.branch, state.session
-            )));
         }
         let found = Integration {
             repo: repo.clone(),
@@ -614,4 +599,33 @@ pub(crate) fn add_all(
         }
     }
     with_index(&["write-tree"]).text()
+}
+
+/// The state file of `state_dir`, checked (format version, session id,
+/// branch name); Ok(None) when there is none. What [`Integration::resume`]
+/// and [`crate::Inspection::read`] both start from.
+pub(crate) fn read_state(state_dir: &Path) -> Result<Option<State>> {
+    let state_file = state_dir.join(STATE_FILE);
+    if !state_file.exists() {
+        return Ok(None);
+    }
+    let state: State = fsutil::read_json(&state_file)?;
+    let inconsistent = |message: String| IsolationError::Inconsistent {
+        path: state_file.clone(),
+        message,
+    };
+    if state.version != 1 {
+        return Err(inconsistent(format!(
+            "format version {}; expected 1",
+            state.version
+        )));
+    }
+    check_id("session id", &state.session)?;
+    if state.branch != format!("{BRANCH_PREFIX}{}", state.session) {
+        return Err(inconsistent(format!(
+            "branch `{}`; expected `{BRANCH_PREFIX}{}`",
+            state.branch, state.session
+        )));
+    }
+    Ok(Some(state))
 }
