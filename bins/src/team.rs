@@ -451,7 +451,8 @@ fn worker(args: &WorkerArgs, config: Option<&Path>) -> CmdResult {
         &role_file,
         session.ctx.clone(),
     )
-    .map_err(|e| CliError::bad_input(anyhow::anyhow!("{}: {e}", role_file.display())))?;
+    .map_err(|e| CliError::bad_input(anyhow::anyhow!("{}: {e}", role_file.display())))?
+    .with_responsibility(role.responsibility_type.as_deref());
     let options = WorkerOptions {
         task: session.task.clone(),
         fast_advance: args.fast_advance,

@@ -485,3 +485,111 @@ fn killed_at_random_instants_every_task_lands_exactly_once() {
     let listed = git(root, &["worktree", "list", "--porcelain"]);
     assert!(!listed.contains("prunable"), "{listed}");
 }
+
+/// Role-file roles on worktrees: a writing role (`writer`, DRAFT-*) lands
+/// its work through the merge queue like the executor; a read-only role
+/// (`reviewer`, REVIEW-*, "read-only (analysis)") looks at a detached
+/// worktree of the integration tip, which holds its dependencies' landed
+/// work, and nothing it leaves there lands.
+#[test]
+fn role_file_roles_land_their_work_and_read_only_roles_land_nothing() {
+    let p = project(
+        &[
+            ("IMPL-001", &[], "developer"),
+            ("DRAFT-001", &["IMPL-001"], "writer"),
+            ("REVIEW-001", &["DRAFT-001"], "reviewer"),
+        ],
+        &serde_json::json!([]),
+        "\n[isolation]\nmode = \"worktree\"\n",
+    );
+    let root = p.root();
+    let session = p.session();
+    let saw = session.join("artifacts/review-saw.md");
+    std::fs::write(
+        root.join("agent.json"),
+        serde_json::json!({"scenarios": [
+            crate::team::writes("IMPL-001"),
+            {"match": {"task": "DRAFT-001"}, "steps": [
+                {"run": ["cp", "out/IMPL-001.txt", "draft.md"]},
+                {"append": {"path": "draft.md", "content": "drafted\n"}},
+                {"say": "draft written"}]},
+            {"match": {"task": "REVIEW-001"}, "steps": [
+                {"run": ["cp", "draft.md", saw.display().to_string()]},
+                {"write": {"path": "scribble.txt", "content": "a reviewer's note\n"}},
+                {"say": "reviewed"}]},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let team_session = session.join("team-session.json");
+    let mut meta: Value =
+        serde_json::from_str(&std::fs::read_to_string(&team_session).unwrap()).unwrap();
+    for role in meta["roles"].as_array_mut().unwrap() {
+        let kind = match role["name"].as_str().unwrap() {
+            "reviewer" => "read-only (analysis)",
+            "writer" => "code-gen (docs)",
+            _ => "code-gen (code)",
+        };
+        role["responsibility_type"] = kind.into();
+    }
+    std::fs::write(&team_session, meta.to_string()).unwrap();
+    std::fs::write(root.join(".gitignore"), ".workflow/\n").unwrap();
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-qm", "start"]);
+    let head = git(root, &["rev-parse", "HEAD"]);
+    let shown = run_bin(
+        "wavecrew",
+        &["prompt", session.to_str().unwrap(), "REVIEW-001"],
+        root,
+    );
+    assert_eq!(shown.code, 0, "{}", shown.render());
+
+    let o = run_bin("wavecrew", &["run", session.to_str().unwrap()], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    let sent = std::fs::read_to_string(session.join("attempts/REVIEW-001/1/prompt.md")).unwrap();
+    // Where it works, as `wavecrew prompt` showed before the run (the
+    // team's wisdom grew meanwhile).
+    let first_line = |text: &str| text.lines().next().unwrap_or_default().to_owned();
+    assert_eq!(first_line(&shown.stdout), first_line(&sent));
+    assert!(
+        first_line(&sent).ends_with(".detached/REVIEW-001."),
+        "{sent}"
+    );
+    // The reviewer saw the writer's landed work, which holds the developer's.
+    assert_eq!(
+        std::fs::read_to_string(&saw).unwrap(),
+        "IMPL-001\ndrafted\n"
+    );
+    let branch = format!("wavecrew/{SESSION}");
+    let trailers = git(
+        root,
+        &[
+            "log",
+            "--format=%(trailers:key=Wavecrew-Task,valueonly)",
+            &branch,
+        ],
+    );
+    let mut landed: Vec<&str> = trailers.lines().filter(|l| !l.is_empty()).collect();
+    landed.sort_unstable();
+    assert_eq!(
+        landed,
+        [
+            format!("{SESSION}/DRAFT-001"),
+            format!("{SESSION}/IMPL-001")
+        ]
+    );
+    let draft = result(&p, "DRAFT-001");
+    assert_eq!(draft["files_modified"], serde_json::json!(["draft.md"]));
+    assert!(draft["merge_commit"].is_string(), "{draft:#}");
+    let review = result(&p, "REVIEW-001");
+    assert_eq!(review["discarded"], serde_json::json!(["scribble.txt"]));
+    assert!(review.get("merge_commit").is_none(), "{review:#}");
+    let files = git(root, &["ls-tree", "-r", "--name-only", &branch]);
+    assert!(!files.contains("scribble.txt"), "{files}");
+    // Every worktree is gone; the user's branch and files are untouched.
+    let worktrees = git(root, &["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
+    assert!(!root.join("draft.md").exists());
+}

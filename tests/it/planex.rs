@@ -5,6 +5,8 @@
 //! `all_planned`, and a resume after a crash between the commit and the
 //! report that does not commit twice.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Value, json};
 use wavecrew_core::{Task, TaskId, TaskStatus, TaskStore};
 use wavecrew_testkit::{bin_path, run_bin};
@@ -19,10 +21,10 @@ fn task(id: &str, subject: &str, description: &str) -> Task {
     t
 }
 
-#[test]
-fn issues_become_commits_and_a_resume_never_commits_twice() {
-    let tmp = tempfile::tempdir().unwrap();
-    let root = tmp.path();
+/// A git repository with an issue store, two `EXEC-*` tasks (one solution
+/// from the store, one from a planner artifact), a dirty file nobody asked
+/// to commit, and a scripted agent; `extra` is appended to `wavecrew.toml`.
+fn planex_project(root: &Path, extra: &str) -> (PathBuf, PathBuf, wavecrew_core::FileTaskStore) {
     git(root, &["init", "-q"]);
     std::fs::write(root.join("README.md"), "# app\n").unwrap();
     std::fs::write(root.join(".gitignore"), ".workflow/\n").unwrap();
@@ -103,11 +105,19 @@ fn issues_become_commits_and_a_resume_never_commits_twice() {
     std::fs::write(
         root.join("wavecrew.toml"),
         format!(
-            "[aliases]\nagent = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\n",
+            "[aliases]\nagent = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\n{extra}",
             bin_path("wavecrew-scripted-agent").display().to_string()
         ),
     )
     .unwrap();
+    (session, issues, store)
+}
+
+#[test]
+fn issues_become_commits_and_a_resume_never_commits_twice() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let (session, issues, store) = planex_project(root, "");
     let planned = run_bin(
         "wavecrew",
         &[
@@ -256,4 +266,173 @@ fn issues_become_commits_and_a_resume_never_commits_twice() {
         store.get(&TaskId::new("EXEC-001").unwrap()).unwrap().status,
         TaskStatus::Completed
     );
+}
+
+/// The planner's `all_planned` on the session's bus.
+fn all_planned(root: &Path) {
+    let planned = run_bin(
+        "wavecrew",
+        &[
+            "msg",
+            "log",
+            "--session-id",
+            SESSION,
+            "--from",
+            "planner",
+            "--to",
+            "executor",
+            "--type",
+            "all_planned",
+            "--summary",
+            "[planner] all planned",
+        ],
+        root,
+    );
+    assert_eq!(planned.code, 0, "{}", planned.render());
+}
+
+/// The attempts of `issue`'s task: `attempts/planex-<issue>*/<n>`.
+fn attempt_count(session: &Path, issue: &str) -> usize {
+    std::fs::read_dir(session.join("attempts"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with(&format!("planex-{issue}"))
+        })
+        .flat_map(|e| std::fs::read_dir(e.path()).unwrap().filter_map(Result::ok))
+        .filter(|e| e.path().join("prompt.md").is_file())
+        .count()
+}
+
+#[test]
+fn isolated_each_issue_lands_once_on_the_integration_branch_and_the_users_branch_is_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let (session, _issues, store) = planex_project(root, "[isolation]\nmode = \"worktree\"\n");
+    all_planned(root);
+    let head = git(root, &["rev-parse", "HEAD"]);
+    let status = git(root, &["status", "--porcelain"]);
+    let shown = run_bin(
+        "wavecrew",
+        &["prompt", session.to_str().unwrap(), "EXEC-001"],
+        root,
+    );
+    assert_eq!(shown.code, 0, "{}", shown.render());
+    let o = run_bin(
+        "wavecrew-planex",
+        &["--session", session.to_str().unwrap()],
+        root,
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    let sent = std::fs::read_dir(session.join("attempts"))
+        .unwrap()
+        .filter_map(Result::ok)
+        .find(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("planex-ISS-20261123-001")
+        })
+        .map(|e| std::fs::read_to_string(e.path().join("1/prompt.md")).unwrap())
+        .expect("the first attempt of EXEC-001");
+    assert_eq!(
+        shown.stdout, sent,
+        "wavecrew prompt showed what the run sent"
+    );
+    assert!(
+        sent.contains("wavecrew/worktrees/"),
+        "the agent works in its worktree:\n{sent}"
+    );
+
+    // The user's branch, files and dirty file are as they were.
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
+    assert_eq!(git(root, &["status", "--porcelain"]), status);
+    assert!(!root.join("src/greet.txt").exists());
+    // The integration branch holds one commit per issue, each with exactly
+    // its files and its trailer.
+    let branch = format!("wavecrew/{SESSION}");
+    let log = git(
+        root,
+        &[
+            "log",
+            "--format=%s%n%b---",
+            &format!("{}..{branch}", head.trim()),
+        ],
+    );
+    assert_eq!(log.matches("Wavecrew-Task: ").count(), 2, "{log}");
+    for (issue, task, file) in [
+        ("ISS-20261123-001", "EXEC-001", "src/greet.txt"),
+        ("ISS-20261123-002", "EXEC-002", "src/bye.txt"),
+    ] {
+        assert!(log.contains(&format!("feat({issue}): ")), "{log}");
+        let commit = git(
+            root,
+            &[
+                "log",
+                "--format=%H",
+                &format!("--grep=Wavecrew-Task: {SESSION}/{task}"),
+                &branch,
+            ],
+        );
+        let files = git(root, &["show", "--name-only", "--format=", commit.trim()]);
+        assert_eq!(files.trim(), file, "exactly the task's files");
+        let result = store
+            .get(&TaskId::new(task).unwrap())
+            .unwrap()
+            .result
+            .unwrap();
+        assert_eq!(result["merge_commit"], commit.trim(), "{result:#}");
+        assert_eq!(result["commit"], commit.trim(), "{result:#}");
+    }
+    let bus = std::fs::read_to_string(session.join(".msg/messages.jsonl")).unwrap();
+    assert_eq!(bus.matches("\"task_merged\"").count(), 2, "{bus}");
+    // A merged attempt's worktree is gone.
+    let worktrees = git(root, &["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+
+    // A crash between the landing and the report: the record never reached
+    // the bus and the task is still leased by a dead worker. The resume
+    // finds the landed commit on the integration branch: no second commit,
+    // no second attempt.
+    let tip = git(root, &["rev-parse", &branch]);
+    let text = std::fs::read_to_string(session.join(".msg/messages.jsonl")).unwrap();
+    let mut kept = String::new();
+    for l in text
+        .lines()
+        .filter(|l| !(l.contains("impl_complete") && l.contains("ISS-20261123-001")))
+    {
+        kept.push_str(l);
+        kept.push('\n');
+    }
+    std::fs::write(session.join(".msg/messages.jsonl"), kept).unwrap();
+    store
+        .update(&TaskId::new("EXEC-001").unwrap(), &mut |t| {
+            t.status = TaskStatus::Pending;
+            t.lease = None;
+            t.result = None;
+            Ok(())
+        })
+        .unwrap();
+    let attempts = attempt_count(&session, "ISS-20261123-001");
+    let again = run_bin(
+        "wavecrew-planex",
+        &["--session", session.to_str().unwrap(), "--task", "EXEC-001"],
+        root,
+    );
+    assert_eq!(again.code, 0, "{}", again.render());
+    assert_eq!(
+        git(root, &["rev-parse", &branch]),
+        tip,
+        "nothing landed twice"
+    );
+    assert_eq!(
+        attempt_count(&session, "ISS-20261123-001"),
+        attempts,
+        "the agent did not run again"
+    );
+    let task = store.get(&TaskId::new("EXEC-001").unwrap()).unwrap();
+    assert_eq!(task.status, TaskStatus::Completed);
+    assert!(task.result.unwrap()["commit"].is_string());
+    assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
 }

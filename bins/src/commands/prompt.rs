@@ -146,7 +146,8 @@ pub fn run(args: &PromptArgs, config: Option<&std::path::Path>) -> CmdResult {
             let role_file = valid.dir.join(entry.instructions_path());
             Box::new(
                 wavecrew_role_team::agent_role::AgentRole::new(&role, &prefix, &role_file, ctx)
-                    .map_err(|e| bad(format!("{}: {e}", role_file.display())))?,
+                    .map_err(|e| bad(format!("{}: {e}", role_file.display())))?
+                    .with_responsibility(entry.responsibility_type.as_deref()),
             )
         }
     };

@@ -119,4 +119,4 @@ pub use land::{Landing, Upstream};
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Repo};
 pub use shadow::{SHADOW_BRANCH, SHADOW_DIR, shadow_worktree_path};
 pub use verify::Verdict;
-pub use worktree::{TASK_BRANCH_PREFIX, Worktree};
+pub use worktree::{DETACHED_DIR, TASK_BRANCH_PREFIX, Worktree};

@@ -32,7 +32,7 @@ use crate::repo::Repo;
 /// and git cannot have both a ref and a folder of refs with one name.
 pub const TASK_BRANCH_PREFIX: &str = "wavecrew-tasks/";
 /// The folder of read-only worktrees inside [`Integration::worktrees_dir`].
-pub(crate) const DETACHED_DIR: &str = ".detached";
+pub const DETACHED_DIR: &str = ".detached";
 /// The lock that serialises worktree creation and removal.
 pub(crate) const WORKTREE_LOCK: &str = "worktrees.lock";
 
@@ -153,6 +153,42 @@ pub(crate) fn list_worktrees(repo: &Repo) -> Result<Vec<Listed>> {
     Ok(all)
 }
 
+/// Remove worktrees in wavecrew's own folder that a killed `git worktree
+/// add` left unborn: git writes the entry's `HEAD` as the null id first and
+/// points it at the branch last, so an entry whose `HEAD` is still all
+/// zeros never got its checkout (and `git fsck --strict` flags it). Their
+/// folders go, then `git worktree prune` drops the entries. Only call this
+/// under the worktree lock: an add of ours in progress looks the same.
+/// Returns whether anything was removed.
+fn remove_unborn(repo: &Repo, listed: &[Listed]) -> Result<bool> {
+    let ours = canon(&repo.common_dir().join("wavecrew"));
+    let mut removed = false;
+    for l in listed {
+        let unborn = l
+            .head
+            .as_deref()
+            .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b == b'0'));
+        let path = canon(&l.path);
+        if unborn && path.starts_with(&ours) && path != ours {
+            remove_any(&path)?;
+            removed = true;
+        }
+    }
+    if removed {
+        repo.git().args(["worktree", "prune"]).run()?;
+    }
+    Ok(removed)
+}
+
+/// [`list_worktrees`], after [`remove_unborn`] (so under the worktree lock).
+fn list_worktrees_repaired(repo: &Repo) -> Result<Vec<Listed>> {
+    let listed = list_worktrees(repo)?;
+    if remove_unborn(repo, &listed)? {
+        return list_worktrees(repo);
+    }
+    Ok(listed)
+}
+
 /// `path` with symlinks resolved when it exists, as given otherwise.
 pub(crate) fn canon(path: &Path) -> PathBuf {
     fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
@@ -229,7 +265,7 @@ impl Integration {
             });
         }
 
-        let listed = list_worktrees(&self.repo)?;
+        let listed = list_worktrees_repaired(&self.repo)?;
         let target = canon(&path);
         let here = listed.iter().find(|l| canon(&l.path) == target);
         match here {
@@ -275,7 +311,7 @@ impl Integration {
         let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
         let tip = self.tip()?;
         let target = canon(&path);
-        let listed = list_worktrees(&self.repo)?;
+        let listed = list_worktrees_repaired(&self.repo)?;
         if let Some(l) = listed.iter().find(|l| canon(&l.path) == target) {
             if !l.prunable && l.branch.is_none() && l.head.as_deref() == Some(tip.as_str()) {
                 return Ok(Worktree {
@@ -416,7 +452,7 @@ impl Integration {
             return Ok(());
         }
         let dir = canon(&dir);
-        let keep: Vec<PathBuf> = list_worktrees(&self.repo)?
+        let keep: Vec<PathBuf> = list_worktrees_repaired(&self.repo)?
             .into_iter()
             .filter(|l| !l.prunable)
             .map(|l| canon(&l.path))

@@ -350,6 +350,12 @@ pub const FIELDS: &[Field] = &[
         "the previous attempt's error",
         CUT_OUTPUT,
     ),
+    untrusted(
+        "planex",
+        "conflict",
+        "a revision after a merge conflict: the conflicted files, git's messages and the commits that landed on them (isolated sessions); optional",
+        CUT_OUTPUT,
+    ),
     task(
         "test-fix",
         "task.title",

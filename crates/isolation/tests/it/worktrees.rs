@@ -217,3 +217,47 @@ fn a_worktree_add_killed_half_way_does_not_stop_the_next() {
     assert!(listed.contains(b.path.to_str().unwrap()), "{listed}");
     assert!(!listed.contains(a.path.to_str().unwrap()), "{listed}");
 }
+
+#[test]
+fn a_worktree_add_killed_before_its_checkout_is_removed_and_made_again() {
+    let p = Project::new();
+    let s = p.start("S-unborn");
+    let a = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    // What `git worktree add` killed after its entry was complete but
+    // before it pointed HEAD at the branch leaves: HEAD the null id, a
+    // folder without a checkout; `git fsck --strict` flags it.
+    let admin = std::fs::read_dir(p.top.join(".git/worktrees"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|d| {
+            std::fs::read_to_string(d.join("gitdir"))
+                .is_ok_and(|g| g.trim().starts_with(a.path.to_str().unwrap()))
+        })
+        .unwrap();
+    std::fs::write(admin.join("HEAD"), format!("{}\n", "0".repeat(40))).unwrap();
+    // The next claim of the same attempt makes it again, on its branch.
+    let again = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    assert_eq!(again.path, a.path);
+    assert_eq!(
+        p.git(&["-C", a.path.to_str().unwrap(), "symbolic-ref", "HEAD"])
+            .trim(),
+        format!("refs/heads/{}", a.branch)
+    );
+    // One left elsewhere in the session goes at the next start's pruning.
+    let b = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    let admin_b = std::fs::read_dir(p.top.join(".git/worktrees"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|d| {
+            std::fs::read_to_string(d.join("gitdir"))
+                .is_ok_and(|g| g.trim().starts_with(b.path.to_str().unwrap()))
+        })
+        .unwrap();
+    std::fs::write(admin_b.join("HEAD"), format!("{}\n", "0".repeat(40))).unwrap();
+    s.prune_stale().unwrap();
+    let listed = p.git(&["worktree", "list", "--porcelain"]);
+    assert!(!listed.contains(b.path.to_str().unwrap()), "{listed}");
+    p.assert_sound();
+}

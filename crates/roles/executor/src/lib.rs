@@ -396,25 +396,10 @@ impl Role for Executor {
         };
         self.ctx
             .record_landing("executor", task, &revision.workspace, &second, false);
-        match &second {
-            wavecrew_role_kit::Landed::Rejected { command, output } => {
-                ReportBuilder::new(TaskStatus::Failed, "task_failed", task)
-                    .field(
-                        "error",
-                        format!("after one revision the merged result still fails `{command}`"),
-                    )
-                    .field("verify", json!({"command": command, "output": output}))
-                    .field("retry_count", task.attempts)
-                    .field("branch", revision.workspace.branch().map(|(b, _)| b))
-                    .field("timestamp", now())
-                    .summary(format!(
-                        "{} not merged: the merged result fails `{command}`",
-                        task.id.as_str()
-                    ))
-                    .build()
-            }
-            _ => blocked_report(task, &revision.workspace, &earlier, &second),
-        }
+        second
+            .unlanded_report("task_failed", task, &revision.workspace, &earlier)
+            .field("timestamp", now())
+            .build()
     }
 
     fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
@@ -427,52 +412,6 @@ impl Role for Executor {
             .field("timestamp", now())
             .build()
     }
-}
-
-/// The report of a task whose revision conflicted again: `blocked`, for a
-/// person, naming the other tasks and the files.
-fn blocked_report(
-    task: &Task,
-    workspace: &wavecrew_role_kit::Workspace,
-    earlier: &[Value],
-    second: &wavecrew_role_kit::Landed,
-) -> Report {
-    let second_json = second.conflict_json().unwrap_or_default();
-    let with = second.conflicting_tasks();
-    let with = if with.is_empty() {
-        "work landed meanwhile".to_owned()
-    } else {
-        with.join(", ")
-    };
-    let files = match second {
-        wavecrew_role_kit::Landed::Conflict { files, .. } => files.join(", "),
-        _ => String::new(),
-    };
-    let (branch, base) = workspace.branch().unzip();
-    ReportBuilder::new(TaskStatus::Blocked, "task_failed", task)
-        .field(
-            "error",
-            format!(
-                "blocked: after one revision its work still conflicts with {with} in {files}; \
-                 a person must merge the branch {} by hand",
-                branch.unwrap_or("of the task")
-            ),
-        )
-        .field("status", "blocked")
-        .field("conflict", &second_json)
-        .field(
-            "conflicts",
-            earlier.iter().chain([&second_json]).collect::<Vec<_>>(),
-        )
-        .field("retry_count", task.attempts)
-        .field("branch", branch)
-        .field("base", base)
-        .field("timestamp", now())
-        .summary(format!(
-            "{} blocked: conflicts with {with} in {files}",
-            task.id.as_str()
-        ))
-        .build()
 }
 
 impl Executor {
@@ -494,15 +433,7 @@ impl Executor {
             review: work.review.clone(),
             run: None,
             conflict: conflict.conflict_brief(&work.workspace),
-            previous_error: match conflict {
-                wavecrew_role_kit::Landed::Rejected { command, output } => Some(format!(
-                    "your work, merged with the integration branch, failed `{command}` \
-                     (the session's [integration] verify), so it did not land. \
-                     This worktree holds the integration branch as it is now; \
-                     make the task's change so that the merged result passes.\n{output}"
-                )),
-                _ => None,
-            },
+            previous_error: conflict.rejection_brief(),
         };
         self.execute(task, &mut revision).await?;
         Ok(revision)

@@ -20,11 +20,12 @@ use serde_json::{Map, Value, json};
 use wavecrew_core::bus::NewMessage;
 
 use wavecrew_backends::config::IsolationMode;
-use wavecrew_core::Task;
 use wavecrew_core::role::PhaseError;
+use wavecrew_core::{Task, TaskStatus};
 use wavecrew_isolation::{Integration, Landing, Repo, Upstream, Verdict, Worktree};
 
 use crate::context::RoleContext;
+use crate::report::ReportBuilder;
 
 /// A task's workspace.
 #[derive(Debug)]
@@ -143,19 +144,95 @@ impl Landed {
     }
 }
 
+impl Landed {
+    /// What a revision after a failed `[integration] verify` is told as its
+    /// previous error; `None` for anything else.
+    pub fn rejection_brief(&self) -> Option<String> {
+        let Landed::Rejected { command, output } = self else {
+            return None;
+        };
+        Some(format!(
+            "your work, merged with the integration branch, failed `{command}` \
+             (the session's [integration] verify), so it did not land. \
+             This worktree holds the integration branch as it is now; \
+             make the task's change so that the merged result passes.\n{output}"
+        ))
+    }
+
+    /// The report of a task whose revision did not land either (`self` is
+    /// the second landing): `blocked` for a person after a second conflict,
+    /// naming the other tasks and the files; failed after a second rejected
+    /// verify, with its output. `earlier` are the first landing's conflicts
+    /// as [`Landed::conflict_json`] gives them; `kind` is the role's
+    /// failure record (`task_failed`, `impl_failed`).
+    pub fn unlanded_report(
+        &self,
+        kind: &str,
+        task: &Task,
+        workspace: &Workspace,
+        earlier: &[Value],
+    ) -> ReportBuilder {
+        let (branch, base) = workspace.branch().unzip();
+        if let Landed::Rejected { command, output } = self {
+            return ReportBuilder::new(TaskStatus::Failed, kind, task)
+                .field(
+                    "error",
+                    format!("after one revision the merged result still fails `{command}`"),
+                )
+                .field("verify", json!({"command": command, "output": output}))
+                .field("retry_count", task.attempts)
+                .field("branch", branch)
+                .summary(format!(
+                    "{} not merged: the merged result fails `{command}`",
+                    task.id.as_str()
+                ));
+        }
+        let second = self.conflict_json().unwrap_or_default();
+        let with = self.conflicting_tasks();
+        let with = if with.is_empty() {
+            "work landed meanwhile".to_owned()
+        } else {
+            with.join(", ")
+        };
+        let files = match self {
+            Landed::Conflict { files, .. } => files.join(", "),
+            _ => String::new(),
+        };
+        ReportBuilder::new(TaskStatus::Blocked, kind, task)
+            .field(
+                "error",
+                format!(
+                    "blocked: after one revision its work still conflicts with {with} in {files}; \
+                     a person must merge the branch {} by hand",
+                    branch.unwrap_or("of the task")
+                ),
+            )
+            .field("status", "blocked")
+            .field("conflict", &second)
+            .field(
+                "conflicts",
+                earlier.iter().chain([&second]).collect::<Vec<_>>(),
+            )
+            .field("retry_count", task.attempts)
+            .field("branch", branch)
+            .field("base", base)
+            .summary(format!(
+                "{} blocked: conflicts with {with} in {files}",
+                task.id.as_str()
+            ))
+    }
+}
+
 fn phase(what: &str, e: impl std::fmt::Display) -> PhaseError {
     PhaseError(format!("{what}: {e}"))
 }
 
 impl RoleContext {
-    /// The workspace of `task`'s claim number `claim`: its own worktree
-    /// (see the module's notes), or the project folder.
-    pub fn workspace(&self, task: &Task, claim: u32) -> Result<Workspace, PhaseError> {
-        let in_place = || Workspace::InPlace {
-            dir: self.project_root.clone(),
-        };
+    /// The session's integration branch (started at the first call, resumed
+    /// after), or `None` in place (`[isolation] mode = "in-place"`).
+    pub fn integration(&self) -> Result<Option<Integration>, PhaseError> {
         if self.config.isolation.mode == IsolationMode::InPlace {
-            return Ok(in_place());
+            return Ok(None);
         }
         let repo = Repo::open(&self.project_root).map_err(|e| phase("git", e))?;
         Repo::check_git_version().map_err(|e| phase("isolation", e))?;
@@ -189,9 +266,19 @@ impl RoleContext {
             )
             .map_err(|e| phase("the shadow repository", e))?,
         };
-        let integration =
-            Integration::start(&repo, &self.session_name(), &exclude, &self.session_dir)
-                .map_err(|e| phase("the integration branch", e))?;
+        Integration::start(&repo, &self.session_name(), &exclude, &self.session_dir)
+            .map(Some)
+            .map_err(|e| phase("the integration branch", e))
+    }
+
+    /// The workspace of `task`'s claim number `claim`: its own worktree
+    /// (see the module's notes), or the project folder.
+    pub fn workspace(&self, task: &Task, claim: u32) -> Result<Workspace, PhaseError> {
+        let Some(integration) = self.integration()? else {
+            return Ok(Workspace::InPlace {
+                dir: self.project_root.clone(),
+            });
+        };
         let worktree = integration
             .open_worktree(task.id.as_str(), claim.max(1), &self.config.isolation.copy)
             .map_err(|e| phase("the task's worktree", e))?;
@@ -199,6 +286,37 @@ impl RoleContext {
             integration: Box::new(integration),
             worktree,
         })
+    }
+
+    /// Where a read-only task (analysis, review) looks: a detached worktree
+    /// of the integration tip, which holds every landed dependency's work,
+    /// named after the task (or the project folder in place). Nothing it
+    /// leaves there lands; [`Workspace::finish`] removes it.
+    pub fn read_only_workspace(&self, task: &Task) -> Result<Workspace, PhaseError> {
+        let Some(integration) = self.integration()? else {
+            return Ok(Workspace::InPlace {
+                dir: self.project_root.clone(),
+            });
+        };
+        let worktree = integration
+            .detached_worktree(task.id.as_str())
+            .map_err(|e| phase("the task's worktree", e))?;
+        Ok(Workspace::Isolated {
+            integration: Box::new(integration),
+            worktree,
+        })
+    }
+
+    /// The commit that landed `task` on the integration branch (read from
+    /// its trailer), when an earlier run landed it; `None` in place.
+    pub fn landed_commit(&self, task: &Task) -> Result<Option<String>, PhaseError> {
+        let Some(integration) = self.integration()? else {
+            return Ok(None);
+        };
+        integration
+            .merged_tasks()
+            .map(|mut merged| merged.remove(task.id.as_str()))
+            .map_err(|e| phase("the integration branch", e))
     }
 }
 
@@ -225,6 +343,24 @@ impl RoleContext {
                 ),
             },
         )
+    }
+}
+
+impl RoleContext {
+    /// Where a read-only task would look (see
+    /// [`RoleContext::read_only_workspace`]), without creating anything.
+    pub fn read_only_workspace_dir(&self, task: &Task) -> Result<PathBuf, PhaseError> {
+        let dir = self.workspace_dir(task, 1)?;
+        if self.config.isolation.mode == IsolationMode::InPlace {
+            return Ok(dir);
+        }
+        // `<worktrees>/<task>/<claim>` → `<worktrees>/.detached/<task>`.
+        Ok(match dir.parent().and_then(Path::parent) {
+            Some(worktrees) => worktrees
+                .join(wavecrew_isolation::DETACHED_DIR)
+                .join(task.id.as_str()),
+            None => dir,
+        })
     }
 }
 

@@ -39,7 +39,7 @@ use wavecrew_backends::routing::{Decision, resolve_execution_method};
 use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, Task};
 use wavecrew_role_kit::{
-    Attempt, ReportBuilder, Review, RoleContext, backend_used, derived_id_from,
+    Attempt, Landed, ReportBuilder, Review, RoleContext, Workspace, backend_used, derived_id_from,
 };
 
 use crate::issues::IssueStore;
@@ -170,6 +170,19 @@ pub struct PlanexWork {
     run: Option<TaskRun>,
     committed: Option<String>,
     plan_notes: Vec<String>,
+    /// Where the agent works (`None` when the work is already committed).
+    workspace: Option<Workspace>,
+    /// A revision's account of the conflict its first version met.
+    conflict: Option<String>,
+    /// A revision's account of the failed `[integration] verify`.
+    previous_error: Option<String>,
+}
+
+impl PlanexWork {
+    /// The folder the agent, the tests and the review work in.
+    fn dir<'a>(&'a self, root: &'a Path) -> &'a Path {
+        self.workspace.as_ref().map_or(root, Workspace::dir)
+    }
 }
 
 fn solution_tasks(solution: &Map<String, Value>) -> Vec<Value> {
@@ -189,7 +202,12 @@ impl wavecrew_role_kit::PromptPreview for PlanexRole {
                 "its work is already committed ({commit}): the next run only reports it"
             )));
         }
-        let cwd = self.ctx.project_root.display().to_string();
+        // What `wavecrew prompt` shows: the workspace is only named.
+        let cwd = self
+            .ctx
+            .workspace_dir(task, task.attempts)?
+            .display()
+            .to_string();
         let input = prompt::PromptInput {
             issue_id: &work.issue_id,
             issue: &work.issue,
@@ -199,7 +217,8 @@ impl wavecrew_role_kit::PromptPreview for PlanexRole {
         };
         let attempts_id = derived_id_from(&format!("planex-{}", work.issue_id), &task.id)?;
         let next = wavecrew_backends::attempts::next_attempt(&self.ctx.session_dir, &attempts_id);
-        let (context, _) = prompt::prompt_context(&input, None, next, self.ctx.max_attempts());
+        let (context, _) =
+            prompt::prompt_context(&input, None, None, next, self.ctx.max_attempts());
         Ok(wavecrew_role_kit::Preview {
             marked: self.ctx.render("planex", &context)?,
             backend: work.decision.backend,
@@ -274,7 +293,17 @@ impl Role for PlanexRole {
             solution_tasks(&solution).len(),
         );
         let review = spec.code_review.clone().unwrap_or_else(|| "Skip".into());
-        let committed = self.earlier_commit(task);
+        // A resumed task whose work an earlier run committed (in place: on
+        // the user's branch; isolated: landed on the integration branch)
+        // only reports it.
+        let committed = match ctx.landed_commit(task)? {
+            Some(commit) => Some(commit),
+            None => self.earlier_commit(task),
+        };
+        let workspace = match committed {
+            Some(_) => None,
+            None => Some(ctx.workspace(task, task.attempts)?),
+        };
         if committed.is_none()
             && let Err(e) = store.set_status(&issue_id, "executing")
         {
@@ -290,6 +319,9 @@ impl Role for PlanexRole {
             run: None,
             committed,
             plan_notes: Vec::new(),
+            workspace,
+            conflict: None,
+            previous_error: None,
         })
     }
 
@@ -300,7 +332,8 @@ impl Role for PlanexRole {
         }
         let ctx = &self.ctx;
         let max_attempts = ctx.max_attempts();
-        let cwd = ctx.project_root.display().to_string();
+        let dir = work.dir(&ctx.project_root).to_owned();
+        let cwd = dir.display().to_string();
         let input = prompt::PromptInput {
             issue_id: &work.issue_id,
             issue: &work.issue,
@@ -308,7 +341,7 @@ impl Role for PlanexRole {
             solution: &work.solution,
             cwd: &cwd,
         };
-        let (_, notes) = prompt::prompt_context(&input, None, 1, max_attempts);
+        let (_, notes) = prompt::prompt_context(&input, None, None, 1, max_attempts);
         for note in &notes {
             tracing::warn!(
                 "{}: solution of {}: {note}",
@@ -317,8 +350,17 @@ impl Role for PlanexRole {
             );
         }
         work.plan_notes = notes;
+        // A revision after a failed check of the merged result starts with
+        // that failure; later attempts with their own.
+        let first_error = std::sync::Mutex::new(work.previous_error.take());
+        let conflict = work.conflict.as_deref();
         let render = |n: u32, error: Option<&str>| {
-            let (context, _) = prompt::prompt_context(&input, error, n, max_attempts);
+            let pending = first_error
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            let error = pending.as_deref().or(error);
+            let (context, _) = prompt::prompt_context(&input, error, conflict, n, max_attempts);
             ctx.render("planex", &context)
         };
         let execution = derived_id_from(&format!("planex-{}", work.issue_id), &task.id)?;
@@ -326,7 +368,7 @@ impl Role for PlanexRole {
             .attempt(&Attempt::new(
                 &execution,
                 &work.decision.backend,
-                &ctx.project_root,
+                &dir,
                 Mode::Write,
                 &render,
             ))
@@ -339,13 +381,74 @@ impl Role for PlanexRole {
         }
     }
 
+    /// The tests, the review, then the commit: in place, on the user's
+    /// branch; isolated, on the task's branch, landed by the merge queue. A
+    /// conflict (or a failed `[integration] verify`) gets one revision in a
+    /// worktree of the new tip; a second leaves the task `blocked` (failed).
     async fn validate(&self, task: &Task, work: &PlanexWork) -> Report {
+        let first = match self.check_and_commit(task, work, &[]).await {
+            Ok(report) => return report,
+            Err(unlanded) => unlanded,
+        };
+        let Some(first_ws) = &work.workspace else {
+            return self
+                .failure(task, &PhaseError("nothing landed and no workspace".into()))
+                .build();
+        };
+        self.ctx
+            .record_landing("executor", task, first_ws, &first, true);
+        let earlier: Vec<Value> = first.conflict_json().into_iter().collect();
+        let revision = match self.revise(task, work, &first).await {
+            Ok(revision) => revision,
+            Err(e) => {
+                return self
+                    .failure(task, &e)
+                    .field("conflict", earlier.first())
+                    .field("conflicts", &earlier)
+                    .build();
+            }
+        };
+        let second = match self.check_and_commit(task, &revision, &earlier).await {
+            Ok(report) => return report,
+            Err(unlanded) => unlanded,
+        };
+        let Some(ws) = &revision.workspace else {
+            return self
+                .failure(task, &PhaseError("nothing landed and no workspace".into()))
+                .build();
+        };
+        self.ctx
+            .record_landing("executor", task, ws, &second, false);
+        second
+            .unlanded_report("impl_failed", task, ws, &earlier)
+            .field("issue_id", &work.issue_id)
+            .field("resume", self.resume_command(task))
+            .build()
+    }
+}
+
+impl PlanexRole {
+    /// Phase 4 on `work`: the tests, the review and the commit. `Err` is
+    /// a landing that did not land (a conflict or a failed verify);
+    /// `conflicts` are the earlier ones, recorded on the report.
+    async fn check_and_commit(
+        &self,
+        task: &Task,
+        work: &PlanexWork,
+        conflicts: &[Value],
+    ) -> Result<Report, Landed> {
         let ctx = &self.ctx;
-        let files = work
-            .run
-            .as_ref()
-            .map(TaskRun::files_changed)
-            .unwrap_or_default();
+        let dir = work.dir(&ctx.project_root);
+        // In a worktree, exactly the task's branch against its base.
+        let files = match work.workspace.as_ref().map(Workspace::changed_files) {
+            Some(Ok(Some(files))) => files,
+            Some(Err(e)) => return Ok(self.failure(task, &e).build()),
+            _ => work
+                .run
+                .as_ref()
+                .map(TaskRun::files_changed)
+                .unwrap_or_default(),
+        };
         let mut done = ReportBuilder::completed("impl_complete", task)
             .field("issue_id", &work.issue_id)
             .field(
@@ -371,7 +474,7 @@ impl Role for PlanexRole {
         } else {
             // Tests, through the validation crate, when the project has any.
             if let Ok(mut runner) = wavecrew_validation::TestRunner::new(
-                &ctx.project_root,
+                dir,
                 wavecrew_validation::TestOptions {
                     coverage: false,
                     ..wavecrew_validation::TestOptions::default()
@@ -405,13 +508,13 @@ impl Role for PlanexRole {
                                     )
                                 })
                                 .collect();
-                            return fail(
+                            return Ok(fail(
                                 &done,
                                 PhaseError(format!(
                                     "{failed} test(s) failed:\n{}",
                                     first.join("\n")
                                 )),
-                            );
+                            ));
                         }
                     }
                     Err(e) => {
@@ -434,7 +537,7 @@ impl Role for PlanexRole {
                                 task,
                                 id,
                                 backend,
-                                cwd: &ctx.project_root,
+                                cwd: dir,
                                 criteria: Vec::new(),
                             })
                             .await
@@ -443,7 +546,7 @@ impl Role for PlanexRole {
                     };
                 let review = match review {
                     Ok(r) => r,
-                    Err(e) => return fail(&done, e),
+                    Err(e) => return Ok(fail(&done, e)),
                 };
                 done.insert(
                     "review",
@@ -457,11 +560,41 @@ impl Role for PlanexRole {
                 .and_then(Value::as_str)
                 .unwrap_or(task.title())
                 .to_owned();
-            match self.commit(task, &work.issue_id, &title, &files) {
-                Ok(c) => c,
-                Err(e) => return fail(&done, PhaseError(e)),
+            match &work.workspace {
+                Some(ws @ Workspace::Isolated { .. }) => {
+                    let message = format!("feat({}): {title}", work.issue_id);
+                    let verify = ctx.verify();
+                    let landed = match ws.land(task, &message, verify.as_ref()).await {
+                        Ok(landed) => landed,
+                        Err(e) => return Ok(fail(&done, e)),
+                    };
+                    match landed {
+                        Landed::Commit(ref commit) => {
+                            ctx.record_landing("executor", task, ws, &landed, false);
+                            ws.finish(true);
+                            if let Some((branch, base)) = ws.branch() {
+                                done.insert("branch", branch);
+                                done.insert("base", base);
+                            }
+                            done.insert("merge_commit", commit);
+                            Some(commit.clone())
+                        }
+                        Landed::Nothing | Landed::InPlace => {
+                            ws.finish(true);
+                            None
+                        }
+                        unlanded => return Err(unlanded),
+                    }
+                }
+                _ => match self.commit(task, &work.issue_id, &title, &files) {
+                    Ok(c) => c,
+                    Err(e) => return Ok(fail(&done, PhaseError(e))),
+                },
             }
         };
+        if !conflicts.is_empty() {
+            done.insert("conflicts", conflicts);
+        }
         done.insert("commit", &commit);
         let status_note =
             match IssueStore::new(&ctx.project_root).set_status(&work.issue_id, "completed") {
@@ -480,9 +613,40 @@ impl Role for PlanexRole {
                 commit.as_deref().unwrap_or("nothing to commit"),
             ),
         );
-        let _ = &work.spec;
-        done.summary(format!("EXEC complete: {} ({backend})", work.issue_id))
-            .build()
+        Ok(done
+            .summary(format!("EXEC complete: {} ({backend})", work.issue_id))
+            .build())
+    }
+
+    /// A revision after `unlanded`: a worktree of the new integration tip
+    /// (the next claim's), the agent told what conflicted or what the check
+    /// of the merged result said, phase 3 again.
+    async fn revise(
+        &self,
+        task: &Task,
+        work: &PlanexWork,
+        unlanded: &Landed,
+    ) -> Result<PlanexWork, PhaseError> {
+        let workspace = self.ctx.workspace(task, task.attempts.max(1) + 1)?;
+        let mut revision = PlanexWork {
+            spec: work.spec.clone(),
+            issue_id: work.issue_id.clone(),
+            issue: work.issue.clone(),
+            solution: work.solution.clone(),
+            decision: work.decision.clone(),
+            review: work.review.clone(),
+            run: None,
+            committed: None,
+            plan_notes: Vec::new(),
+            conflict: work
+                .workspace
+                .as_ref()
+                .and_then(|first| unlanded.conflict_brief(first)),
+            previous_error: unlanded.rejection_brief(),
+            workspace: Some(workspace),
+        };
+        self.execute(task, &mut revision).await?;
+        Ok(revision)
     }
 }
 
@@ -493,14 +657,16 @@ impl PlanexRole {
         let issue = parse_description(&task.subject, &task.description).issue;
         ReportBuilder::phase_failed("impl_failed", task, error)
             .field("issue_id", issue)
-            .field(
-                "resume",
-                format!(
-                    "wavecrew-planex --session {} --task {}",
-                    self.ctx.session_dir.display(),
-                    task.id.as_str()
-                ),
-            )
+            .field("resume", self.resume_command(task))
+    }
+
+    /// The command that resumes `task`.
+    fn resume_command(&self, task: &Task) -> String {
+        format!(
+            "wavecrew-planex --session {} --task {}",
+            self.ctx.session_dir.display(),
+            task.id.as_str()
+        )
     }
 }
 

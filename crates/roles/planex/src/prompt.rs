@@ -210,9 +210,12 @@ pub struct PromptInput<'a> {
 
 /// The context of the `planex` template for attempt `attempt` of
 /// `max_attempts`, and the notes on what of the solution was left out.
+/// `conflict` is a revision's account of the merge conflict its first
+/// version met (isolated sessions).
 pub fn prompt_context(
     input: &PromptInput<'_>,
     previous_error: Option<&str>,
+    conflict: Option<&str>,
     attempt: u32,
     max_attempts: u32,
 ) -> (Value, Vec<String>) {
@@ -224,6 +227,7 @@ pub fn prompt_context(
         "cwd": input.cwd,
         "test_command": Value::Null,
         "previous_error": previous_error,
+        "conflict": conflict,
         "attempt": attempt,
         "max_attempts": max_attempts,
     });
