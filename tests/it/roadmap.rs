@@ -292,3 +292,89 @@ fn an_unknown_dependency_is_an_error_not_a_serialisation() {
     );
     assert!(!root.join("a.txt").exists(), "nothing ran");
 }
+
+/// An isolated roadmap session (`[isolation] mode = "worktree"`): each unit
+/// works in a worktree of the integration tip, so a later wave and a later
+/// phase see the earlier ones' landed work; each unit lands once, as
+/// `P<phase>-<unit>` (task ids repeat from phase to phase); the user's
+/// branch and files are untouched.
+#[test]
+fn isolated_units_land_in_wave_order_and_the_users_branch_is_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let sees = |id: &str, file: &str, out: &str| {
+        json!({"match": {"task": id}, "steps": [
+            {"run": ["test", "-f", file]},
+            {"write": {"path": out, "content": format!("{id}\n")}},
+            {"say": format!("{id} done")}]})
+    };
+    let session = setup(
+        root,
+        &[
+            (
+                1,
+                vec![
+                    task("IMPL-101", &[], &["src/a.txt"]),
+                    task("IMPL-102", &["IMPL-101"], &["src/b.txt"]),
+                ],
+            ),
+            (2, vec![task("IMPL-201", &[], &["src/c.txt"])]),
+        ],
+        &json!([
+            writes("IMPL-101", &["src/a.txt"], 10),
+            sees("IMPL-102", "src/a.txt", "src/b.txt"),
+            sees("IMPL-201", "src/b.txt", "src/c.txt"),
+        ]),
+    );
+    let toml = root.join("wavecrew.toml");
+    let mut config = std::fs::read_to_string(&toml).unwrap();
+    config.push_str("[isolation]\nmode = \"worktree\"\n");
+    std::fs::write(&toml, config).unwrap();
+    std::fs::write(root.join(".gitignore"), ".workflow/\n").unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@e"])
+            .args(args)
+            .current_dir(root)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["add", "."]);
+    git(&["commit", "-qm", "start"]);
+    let head = git(&["rev-parse", "HEAD"]);
+
+    let o = run_bin(
+        "wavecrew-roadmap",
+        &["--session", session.to_str().unwrap()],
+        root,
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    let branch = format!("wavecrew/{SESSION}");
+    let trailers = git(&[
+        "log",
+        "--format=%(trailers:key=Wavecrew-Task,valueonly)",
+        &branch,
+    ]);
+    let mut landed: Vec<&str> = trailers.lines().filter(|l| !l.is_empty()).collect();
+    landed.sort_unstable();
+    assert_eq!(
+        landed,
+        [
+            format!("{SESSION}/P1-IMPL-101"),
+            format!("{SESSION}/P1-IMPL-102"),
+            format!("{SESSION}/P2-IMPL-201"),
+        ]
+    );
+    assert_eq!(git(&["show", &format!("{branch}:src/c.txt")]), "IMPL-201\n");
+    // The user's branch and files are untouched; every worktree is gone.
+    assert_eq!(git(&["rev-parse", "HEAD"]), head);
+    assert!(!root.join("src/a.txt").exists());
+    let worktrees = git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(worktrees.matches("worktree ").count(), 1, "{worktrees}");
+    let bus = std::fs::read_to_string(session.join(".msg/messages.jsonl")).unwrap();
+    assert_eq!(bus.matches("\"task_merged\"").count(), 3, "{bus}");
+    git(&["fsck", "--no-progress", "--strict"]);
+}

@@ -45,7 +45,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, NewMessage, Task, TaskId, TaskStatus};
-use wavecrew_role_kit::{Attempt, ReportBuilder, RoleContext, plan_text};
+use wavecrew_role_kit::{Attempt, Landed, ReportBuilder, RoleContext, Workspace, plan_text};
 use wavecrew_scheduler::{
     BuildOptions, CyclePolicy, Dag, DispatchOptions, Dispatcher, RunOutcome, TaskNode, TaskRunner,
 };
@@ -321,6 +321,58 @@ struct RoadmapShared {
     phase: u32,
     backend: String,
     context: String,
+    /// The phase task's claim number: an isolated unit's worktree is that
+    /// claim's.
+    claim: u32,
+}
+
+impl RoadmapShared {
+    /// A unit as the merge queue knows it: `P<phase>-<unit>`, unique in
+    /// the session (task ids repeat from phase to phase).
+    fn unit_task(&self, unit: &TaskId, tasks: &[Task]) -> Result<Task, PhaseError> {
+        let id = TaskId::new(format!("P{}-{}", self.phase, unit.as_str()))
+            .map_err(|e| PhaseError(format!("{}: {e}", unit.as_str())))?;
+        let titles: Vec<&str> = tasks.iter().map(Task::title).collect();
+        Ok(Task::new(
+            id,
+            format!("phase {}: {}", self.phase, titles.join("; ")),
+            "",
+        ))
+    }
+
+    /// Land a finished unit's work (isolated sessions): `Err` says why it
+    /// did not land (a conflict, a failed `[integration] verify`, git).
+    async fn land(&self, unit: &Task, workspace: &Workspace) -> Result<(), String> {
+        let verify = self.ctx.verify();
+        let message = unit.subject.clone();
+        let landed = workspace
+            .land(unit, &message, verify.as_ref())
+            .await
+            .map_err(|e| e.0)?;
+        self.ctx
+            .record_landing("executor", unit, workspace, &landed, false);
+        match &landed {
+            Landed::Conflict { files, .. } => {
+                let with = landed.conflicting_tasks();
+                Err(format!(
+                    "its work conflicts with {} in {}; nothing landed",
+                    if with.is_empty() {
+                        "work landed meanwhile".to_owned()
+                    } else {
+                        with.join(", ")
+                    },
+                    files.join(", ")
+                ))
+            }
+            Landed::Rejected { command, output } => Err(format!(
+                "the merged result fails `{command}`; nothing landed:\n{output}"
+            )),
+            Landed::Commit(_) | Landed::Nothing | Landed::InPlace => {
+                workspace.finish(true);
+                Ok(())
+            }
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -331,7 +383,24 @@ impl TaskRunner for UnitRunner {
         };
         let begin = self.started.elapsed().as_secs_f64();
         let r = &self.role;
-        let cwd = r.ctx.project_root.display().to_string();
+        let fail = |why: String| {
+            self.failures
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(format!("{}: {why}", unit.as_str()));
+            RunOutcome::failed(why)
+        };
+        // Isolated: the unit works in a worktree of its own, from the
+        // integration tip (which holds the earlier waves' landed work).
+        let workspace = match r
+            .unit_task(unit, tasks)
+            .and_then(|u| Ok((r.ctx.workspace(&u, r.claim)?, u)))
+        {
+            Ok(w) => w,
+            Err(e) => return fail(e.0),
+        };
+        let (workspace, unit_task) = workspace;
+        let cwd = workspace.dir().display().to_string();
         let max_attempts = r.ctx.max_attempts();
         let (_, _, notes) = prompt_context(tasks, &cwd, &r.context, None, 1, max_attempts);
         for note in notes {
@@ -347,21 +416,22 @@ impl TaskRunner for UnitRunner {
             .attempt(&Attempt::new(
                 unit,
                 &r.backend,
-                &r.ctx.project_root,
+                workspace.dir(),
                 Mode::Write,
                 &render,
             ))
             .await
         {
             Ok(run) => run,
-            Err(e) => {
-                self.failures
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .push(format!("{}: {e}", unit.as_str()));
-                return RunOutcome::failed(e.0);
-            }
+            Err(e) => return fail(e.0),
         };
+        // The work lands before its summaries are written: a summary is
+        // what a resume takes as done.
+        if run.success
+            && let Err(why) = r.land(&unit_task, &workspace).await
+        {
+            return fail(why);
+        }
         let end = self.started.elapsed().as_secs_f64();
         let result = run
             .last()
@@ -575,6 +645,7 @@ impl Role for RoadmapRole {
                 phase: work.spec.phase,
                 backend: decision.backend,
                 context: work.context.clone(),
+                claim: task.attempts.max(1),
             },
             units,
             finished: Mutex::new(vec![0; wave_sizes.len()]),
@@ -612,6 +683,13 @@ impl Role for RoadmapRole {
     }
 
     async fn validate(&self, task: &Task, work: &PhaseWork) -> Report {
+        // Isolated: the phase is checked as it landed, in a detached
+        // worktree of the integration tip.
+        let view = match self.ctx.read_only_workspace(task) {
+            Ok(view) => view,
+            Err(e) => return self.failure_report(task, &e),
+        };
+        let root = view.dir().to_owned();
         let mut missing = Vec::new();
         let mut affected: Vec<String> = Vec::new();
         for t in &work.tasks {
@@ -626,7 +704,7 @@ impl Role for RoadmapRole {
                         x.get("path").and_then(Value::as_str) == Some(f.as_str())
                             && x.get("action").and_then(Value::as_str) == Some("delete")
                     });
-                if !removed && !self.ctx.project_root.join(&f).exists() {
+                if !removed && !root.join(&f).exists() {
                     missing.push(format!("{}: {f}", t.id.as_str()));
                 }
                 affected.push(f);
@@ -635,13 +713,14 @@ impl Role for RoadmapRole {
         affected.sort();
         affected.dedup();
         let syntax = check_syntax(
-            &self.ctx.project_root,
+            &root,
             &SyntaxOptions {
                 changed_files: affected.clone(),
                 ..SyntaxOptions::default()
             },
         )
         .await;
+        view.finish(true);
         let failed = !missing.is_empty() || syntax.status == CheckStatus::Fail;
         let summary = format!(
             "Phase {} execution complete. Tasks executed: {}, Waves: {}, Summaries: {}.{}",
