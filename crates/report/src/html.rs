@@ -349,7 +349,9 @@ fn merge_html(run: &RunData) -> String {
             "the task results"
         }
     );
-    if let [merge, apply, ..] = q.take.as_slice() {
+    if let [merge, apply, ..] = q.take.as_slice()
+        && !q.landed.is_empty()
+    {
         let _ = write!(
             out,
             " Take it with {} or {} (it fast-forwards your branch when nothing moved since the start).",

@@ -210,3 +210,27 @@ fn the_session_folder_in_commands() {
         other.canonicalize().unwrap().display().to_string()
     );
 }
+
+#[test]
+fn nothing_landed_yet_offers_nothing_to_take() {
+    use wavecrew_core::{FileTaskStore, Task, TaskId, TaskStore};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(".workflow/.team/S-2");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("integration.json"),
+        r#"{"branch": "wavecrew/S-2"}"#,
+    )
+    .unwrap();
+    FileTaskStore::for_session(&dir)
+        .create(Task::new(TaskId::new("IMPL-001").unwrap(), "t", ""))
+        .unwrap();
+    let run = crate::collect(&dir).unwrap();
+    let status = crate::status::status_text(&run, 0);
+    assert!(status.contains("Landed: 0 tasks"), "{status}");
+    assert!(status.contains("Nothing to take yet."), "{status}");
+    let summary = crate::render::summary_markdown(&run);
+    assert!(summary.contains("0 tasks landed"), "{summary}");
+    assert!(!summary.contains("Take it with"), "{summary}");
+}

@@ -222,7 +222,9 @@ pub fn queue_markdown(q: Option<&MergeQueue>, tasks: &[TaskReport]) -> String {
             "the task results"
         }
     );
-    if let [merge, apply, ..] = q.take.as_slice() {
+    if let [merge, apply, ..] = q.take.as_slice()
+        && !q.landed.is_empty()
+    {
         let _ = writeln!(
             out,
             "Take it with {}, or {} (it fast-forwards your branch when nothing moved since the start).",
