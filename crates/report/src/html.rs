@@ -9,7 +9,7 @@
 use std::fmt::Write as _;
 
 use crate::data::RunData;
-use crate::merge::{blocked_reason, short, with_text};
+use crate::merge::{blocked_reason, short, take_sentence, with_text};
 use crate::render::lanes;
 
 fn esc(s: &str) -> String {
@@ -339,6 +339,13 @@ fn merge_html(run: &RunData) -> String {
     if let Some(tip) = &q.tip {
         let _ = write!(out, " (tip {})", code(short(tip)));
     }
+    if let Some(shadow) = &q.shadow_repository {
+        let _ = write!(
+            out,
+            " of the session's shadow repository {} (the project folder has no git)",
+            code(&shadow.display().to_string())
+        );
+    }
     let _ = write!(
         out,
         ": {} task(s) landed (read from {}).",
@@ -349,15 +356,9 @@ fn merge_html(run: &RunData) -> String {
             "the task results"
         }
     );
-    if let [merge, apply, ..] = q.take.as_slice()
-        && !q.landed.is_empty()
-    {
-        let _ = write!(
-            out,
-            " Take it with {} or {} (it fast-forwards your branch when nothing moved since the start).",
-            code(merge),
-            code(apply)
-        );
+    if !q.take.is_empty() && !q.landed.is_empty() {
+        // The sentence's own words are plain ASCII; the commands are escaped.
+        let _ = write!(out, " {}", take_sentence(q, code));
     }
     out.push_str("</p>");
     if let Some(note) = &q.note {

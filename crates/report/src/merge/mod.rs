@@ -22,7 +22,7 @@ use crate::data::TaskReport;
 
 mod text;
 
-pub(crate) use text::{blocked_reason, with_text};
+pub(crate) use text::{blocked_reason, take_sentence, with_text};
 pub use text::{queue_markdown, queue_text};
 
 /// A commit id shortened for people (12 hex digits, as git's messages in
@@ -289,6 +289,9 @@ pub struct MergeQueue {
     pub snapshot: bool,
     /// Its current commit; None when git was not read or the branch is gone.
     pub tip: Option<String>,
+    /// The session's shadow repository, where the branch lives when the
+    /// project folder has no git (`<session>/shadow.git`); None otherwise.
+    pub shadow_repository: Option<PathBuf>,
     /// Where `landed` comes from: `git` (the branch's trailers) or
     /// `results` (the tasks' `merge_commit`).
     pub landed_from: String,
@@ -300,8 +303,9 @@ pub struct MergeQueue {
     pub conflicts: Vec<ConflictEntry>,
     /// Tasks blocked, or failed on a conflict or on `[integration] verify`.
     pub blocked: Vec<BlockedEntry>,
-    /// The commands that take the work (`git merge wavecrew/<id>`, `wavecrew
-    /// run <session> --apply`); empty when the branch is gone.
+    /// The commands that take the work, either one does (`git merge
+    /// wavecrew/<id>`, `wavecrew run <session> --apply`; only the second
+    /// for a shadow repository); empty when the branch is gone.
     pub take: Vec<String>,
     /// Why git was not read, or what is odd about the branch.
     pub note: Option<String>,
@@ -398,6 +402,7 @@ pub fn collect_queue(
     let mut snapshot = state.snapshot;
     let mut tip = None;
     let mut top = None;
+    let mut shadow_repository = None;
     let mut from_git: Option<Vec<LandedEntry>> = None;
     let mut gone = false;
     // A folder without git: its session's shadow repository.
@@ -407,7 +412,10 @@ pub fn collect_queue(
     };
     match opened {
         Ok(Some(repo)) => {
-            top = Some(repo.top().to_owned());
+            top = Some(repo.work_tree().to_owned());
+            if repo.is_shadow() {
+                shadow_repository = Some(repo.common_dir().to_owned());
+            }
             match Inspection::read(&repo, session_dir) {
                 Ok(Some(seen)) => {
                     branch = seen.branch;
@@ -441,7 +449,8 @@ pub fn collect_queue(
             }
         }
         Ok(None) => notes.push(
-            "the session folder is not in a git work tree; what landed is read from the task results"
+            "the session folder is not in a git work tree and has no shadow repository; what \
+             landed is read from the task results"
                 .into(),
         ),
         Err(e) => notes.push(format!(
@@ -530,22 +539,23 @@ pub fn collect_queue(
             });
         }
     }
+    let apply = format!(
+        "wavecrew run {} --apply",
+        session_arg(session_dir, top.as_deref())
+    );
     let take = if gone {
         Vec::new()
+    } else if shadow_repository.is_some() {
+        vec![apply]
     } else {
-        vec![
-            format!("git merge {branch}"),
-            format!(
-                "wavecrew run {} --apply",
-                session_arg(session_dir, top.as_deref())
-            ),
-        ]
+        vec![format!("git merge {branch}"), apply]
     };
     Some(MergeQueue {
         branch,
         base,
         snapshot,
         tip,
+        shadow_repository,
         landed_from: landed_from.to_owned(),
         landed,
         waiting,

@@ -234,3 +234,47 @@ fn nothing_landed_yet_offers_nothing_to_take() {
     assert!(summary.contains("0 tasks landed"), "{summary}");
     assert!(!summary.contains("Take it with"), "{summary}");
 }
+
+/// A project folder without git: the branch lives in the session's shadow
+/// repository, what landed is read there, and the work is taken with
+/// `--apply` alone (`git merge` has no repository to run in).
+#[test]
+fn a_shadow_repository_is_read_and_only_apply_takes_the_work() {
+    use wavecrew_core::{FileTaskStore, Task, TaskId, TaskStatus, TaskStore};
+    use wavecrew_isolation::{Integration, Landing, Repo};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let top = tmp.path().canonicalize().unwrap();
+    std::fs::write(top.join("notes.txt"), "one\n").unwrap();
+    let dir = top.join(".workflow/.team/S-3");
+    std::fs::create_dir_all(&dir).unwrap();
+    if Repo::open(&top).unwrap().is_some() {
+        // The temp folder is inside a git work tree here: not this case.
+        return;
+    }
+    let repo = Repo::shadow(&top, &dir, &[".workflow"], &[]).unwrap();
+    let s = Integration::start(&repo, "S-3", &[".workflow"], &dir).unwrap();
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    std::fs::write(wt.path.join("notes.txt"), "two\n").unwrap();
+    s.commit(&wt, "IMPL-001", "IMPL-001").unwrap();
+    let Landing::FastForward { commit } = s.land(&wt, "IMPL-001").unwrap() else {
+        panic!("fast-forward")
+    };
+    let mut t = Task::new(TaskId::new("IMPL-001").unwrap(), "t", "");
+    t.status = TaskStatus::Completed;
+    t.result = Some(json!({"branch": wt.branch, "base": wt.base, "merge_commit": commit}));
+    FileTaskStore::for_session(&dir).create(t).unwrap();
+
+    let run = crate::collect(&dir).unwrap();
+    let q = run.merge_queue.as_ref().unwrap();
+    assert_eq!(q.landed_from, "git", "{:?}", q.note);
+    assert_eq!(q.landed[0].commit, commit);
+    assert_eq!(q.shadow_repository.as_deref(), Some(repo.common_dir()));
+    assert_eq!(q.take, ["wavecrew run .workflow/.team/S-3 --apply"]);
+    let status = crate::status::status_text(&run, 0);
+    assert!(status.contains("shadow repository"), "{status}");
+    assert!(!status.contains("git merge"), "{status}");
+    let summary = crate::render::summary_markdown(&run);
+    assert!(summary.contains("which has no git"), "{summary}");
+    s.clean().unwrap();
+}

@@ -50,6 +50,13 @@ pub fn queue_text(q: &MergeQueue) -> String {
         );
     }
     out.push('\n');
+    if let Some(shadow) = &q.shadow_repository {
+        let _ = writeln!(
+            out,
+            "  In the session's shadow repository {} (the project folder has no git)",
+            shadow.display()
+        );
+    }
     if let Some(note) = &q.note {
         let _ = writeln!(out, "  Note: {note}");
     }
@@ -110,14 +117,33 @@ pub fn queue_text(q: &MergeQueue) -> String {
             let _ = writeln!(out, "    {} [{}]: {}", b.task, b.state, blocked_reason(b));
         }
     }
-    if let [merge, apply, ..] = q.take.as_slice() {
+    if !q.take.is_empty() {
         if q.landed.is_empty() {
             out.push_str("  Nothing to take yet.\n");
         } else {
-            let _ = writeln!(out, "  Take the work: {merge}\n             or: {apply}");
+            for (i, command) in q.take.iter().enumerate() {
+                let lead = if i == 0 {
+                    "Take the work"
+                } else {
+                    "           or"
+                };
+                let _ = writeln!(out, "  {lead}: {command}");
+            }
         }
     }
     out
+}
+
+/// "Take it with …": the commands of `q.take`, each through `code`, and
+/// what `--apply` does.
+pub(crate) fn take_sentence(q: &MergeQueue, code: impl Fn(&str) -> String) -> String {
+    let commands: Vec<String> = q.take.iter().map(|c| code(c)).collect();
+    let what = if q.shadow_repository.is_some() {
+        "it writes the work into the project folder, which has no git"
+    } else {
+        "it fast-forwards your branch when nothing moved since the start"
+    };
+    format!("Take it with {} ({what}).", commands.join(", or "))
 }
 
 /// Why a task stopped on the way in, in words: the conflict it ended on
@@ -193,6 +219,13 @@ pub fn queue_markdown(q: Option<&MergeQueue>, tasks: &[TaskReport]) -> String {
     };
     let mut out = String::from("\n## Merge queue\n\n");
     let _ = write!(out, "The work is on branch {}", code(&q.branch));
+    if let Some(shadow) = &q.shadow_repository {
+        let _ = write!(
+            out,
+            " of the session's shadow repository {} (the project folder has no git)",
+            code(&shadow.display().to_string())
+        );
+    }
     let mut facts = Vec::new();
     if let Some(tip) = &q.tip {
         facts.push(format!("tip {}", code(short(tip))));
@@ -222,15 +255,8 @@ pub fn queue_markdown(q: Option<&MergeQueue>, tasks: &[TaskReport]) -> String {
             "the task results"
         }
     );
-    if let [merge, apply, ..] = q.take.as_slice()
-        && !q.landed.is_empty()
-    {
-        let _ = writeln!(
-            out,
-            "Take it with {}, or {} (it fast-forwards your branch when nothing moved since the start).",
-            code(merge),
-            code(apply)
-        );
+    if !q.take.is_empty() && !q.landed.is_empty() {
+        let _ = writeln!(out, "{}", take_sentence(q, code));
     }
     if let Some(note) = &q.note {
         let _ = writeln!(out, "\nNote: {note}");
