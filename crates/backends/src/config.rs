@@ -345,9 +345,8 @@ pub enum IsolationMode {
     /// session's integration branch; the work lands through the merge
     /// queue (a folder that is not a git work tree works through a shadow
     /// repository in the session folder, and `--apply` writes its result
-    /// back as files). Today the executor's `IMPL-*` tasks; the other
-    /// roles still work in the project folder, which is why it is not yet
-    /// the default.
+    /// back as files). Every role works this way: writing roles land
+    /// their work, read-only ones look at a detached worktree of the tip.
     Worktree,
     /// In the project folder itself (the default).
     #[default]
