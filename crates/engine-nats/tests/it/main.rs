@@ -1,0 +1,6 @@
+//! Integration tests of `wavecrew-engine-nats` against a real nats-server
+//! (Debian's 2.9.10, installed by `scripts/test.sh`), one server per test,
+//! each with its own port and store folder.
+
+mod connect;
+mod support;
