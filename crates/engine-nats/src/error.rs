@@ -116,5 +116,20 @@ pub enum EngineError {
     },
 }
 
+impl EngineError {
+    /// A JetStream failure at `url` while doing `action`.
+    pub(crate) fn js(
+        url: &str,
+        action: impl Into<String>,
+        source: impl Into<BoxError>,
+    ) -> EngineError {
+        EngineError::JetStream {
+            url: url.to_owned(),
+            action: action.into(),
+            source: source.into(),
+        }
+    }
+}
+
 /// Shorthand for results of this crate.
 pub type Result<T, E = EngineError> = std::result::Result<T, E>;

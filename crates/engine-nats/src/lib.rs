@@ -26,7 +26,9 @@
 pub mod connect;
 pub mod error;
 pub mod names;
+pub mod tasks;
 
 pub use connect::{CONNECT_TIMEOUT, Engine};
 pub use error::{EngineError, Result};
 pub use names::SessionName;
+pub use tasks::NatsTaskStore;

@@ -4,3 +4,4 @@
 
 mod connect;
 mod support;
+mod tasks;
