@@ -27,8 +27,10 @@ pub mod connect;
 pub mod error;
 pub mod names;
 pub mod tasks;
+pub mod tickets;
 
 pub use connect::{CONNECT_TIMEOUT, Engine};
 pub use error::{EngineError, Result};
 pub use names::SessionName;
 pub use tasks::NatsTaskStore;
+pub use tickets::{Published, Ticket, TicketPolicy, Tickets};

@@ -5,3 +5,4 @@
 mod connect;
 mod support;
 mod tasks;
+mod tickets;
