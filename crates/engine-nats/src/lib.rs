@@ -23,12 +23,14 @@
 //! # }
 //! ```
 
+pub mod bus;
 pub mod connect;
 pub mod error;
 pub mod names;
 pub mod tasks;
 pub mod tickets;
 
+pub use bus::{Mirror, NatsBus};
 pub use connect::{CONNECT_TIMEOUT, Engine};
 pub use error::{EngineError, Result};
 pub use names::SessionName;

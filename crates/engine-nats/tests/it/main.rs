@@ -2,6 +2,7 @@
 //! (Debian's 2.9.10, installed by `scripts/test.sh`), one server per test,
 //! each with its own port and store folder.
 
+mod bus;
 mod connect;
 mod support;
 mod tasks;
