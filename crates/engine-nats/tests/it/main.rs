@@ -4,6 +4,7 @@
 
 mod bus;
 mod connect;
+mod objects;
 mod support;
 mod tasks;
 mod tickets;
