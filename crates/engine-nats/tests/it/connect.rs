@@ -92,13 +92,19 @@ fn connects_from_sync_and_async_code() {
 
 #[test]
 fn a_token_file_authenticates() {
-    let server = NatsServer::start();
-    // The test server needs no auth; a token is accepted and ignored, so
-    // this proves the file is read and the connect goes through.
+    let server = NatsServer::start_with(&["--auth", "t0k3n"]);
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "t0k3n\n").unwrap();
-    Engine::connect_blocking(&server.url(), Some(&token), "S").unwrap();
+    let engine = Engine::connect_blocking(&server.url(), Some(&token), "S").unwrap();
+    assert_eq!(engine.session().as_str(), "S");
+    // Without the token, or with a wrong one, the server refuses; the
+    // error names the URL.
+    let err = Engine::connect_blocking(&server.url(), None, "S").unwrap_err();
+    assert!(err.to_string().contains(&server.url()), "{err}");
+    std::fs::write(&token, "wrong").unwrap();
+    let err = Engine::connect_blocking(&server.url(), Some(&token), "S").unwrap_err();
+    assert!(matches!(err, EngineError::Connect { .. }), "{err:?}");
     let missing = dir.path().join("nope.creds");
     let err = Engine::connect_blocking(&server.url(), Some(&missing), "S").unwrap_err();
     assert!(err.to_string().contains("nope.creds"), "{err}");

@@ -19,6 +19,11 @@ impl NatsServer {
     /// wait until it accepts connections. Panics (the test fails) when the
     /// binary is missing: `scripts/test.sh` installs it.
     pub(crate) fn start() -> NatsServer {
+        NatsServer::start_with(&[])
+    }
+
+    /// [`NatsServer::start`] with extra arguments (`--auth <token>`, …).
+    pub(crate) fn start_with(extra: &[&str]) -> NatsServer {
         let Ok(path) = which_nats_server() else {
             panic!(
                 "nats-server is not on PATH; `scripts/test.sh` installs it \
@@ -34,6 +39,7 @@ impl NatsServer {
         let child = Command::new(path)
             .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
             .arg(store.path())
+            .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
