@@ -92,6 +92,19 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 # --- chromium (end) ---
 
+# --- nats-server (begin) ---
+# crates/engine-nats' tests run the real nats-server (Debian's 2.9.10, with
+# JetStream) on 127.0.0.1 with a free port; they fail (never skip) when it is
+# missing.
+if ! command -v nats-server >/dev/null 2>&1; then
+  step "installing Debian's nats-server"
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q nats-server >/dev/null
+fi
+# --- nats-server (end) ---
+
 step "cargo fmt --check"
 cargo fmt --all --check
 

@@ -85,6 +85,33 @@ pub enum CoreError {
         /// One line per file, each naming it.
         details: String,
     },
+    /// A worker's heartbeat or finish found that it no longer holds the
+    /// task's lease (it expired and was reset, or another worker holds it
+    /// now). The worker must stop its attempt: kill its agent, record
+    /// nothing, and never acknowledge the task's ticket.
+    #[error(
+        "task `{id}`: worker `{worker}` lost its lease: cannot {action} a task that is {state}"
+    )]
+    LeaseLost {
+        /// The task id.
+        id: String,
+        /// The worker that tried.
+        worker: String,
+        /// What was attempted (`heartbeat`, `finish`).
+        action: &'static str,
+        /// The state the task is in now, and who holds it.
+        state: String,
+    },
+    /// A networked task store failed (server unreachable, a timeout, a
+    /// record it cannot read); the message names the server and the key.
+    #[error("task store `{store}`: {source}")]
+    Store {
+        /// The store (a server URL and bucket).
+        store: String,
+        /// The store's own error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync + 'static>,
+    },
     /// A state change that the task's current state does not allow.
     #[error("task `{id}`: cannot {action} a task that is {state}")]
     BadTransition {
@@ -139,7 +166,7 @@ impl CoreError {
     /// Whether this error is the user's input (exit code 2) rather than the
     /// machine's (I/O, exit code 4).
     pub fn is_bad_input(&self) -> bool {
-        !matches!(self, CoreError::Io { .. })
+        !matches!(self, CoreError::Io { .. } | CoreError::Store { .. })
     }
 
     /// The kind of the underlying I/O error, for an I/O error.

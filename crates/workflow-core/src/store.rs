@@ -48,7 +48,8 @@ impl WorkerInfo {
         }
     }
 
-    fn owns(&self, lease: &Lease) -> bool {
+    /// Whether `lease` is this worker's: same name, pid and host.
+    pub fn owns(&self, lease: &Lease) -> bool {
         lease.worker == self.worker && lease.pid == self.pid && lease.host == self.host
     }
 }
@@ -146,6 +147,116 @@ impl BlockerRule {
             BlockerRule::Ended => status.is_terminal(),
         }
     }
+}
+
+// The transitions every task store applies, whatever holds the tasks (files
+// under a lock here, a KV bucket under compare-and-set in engine-nats): one
+// place decides what a claim, a heartbeat, a finish and a reconcile do.
+
+/// Whether `task` may be claimed under `rule`: `Ok(None)` when it may, the
+/// refusal ([`Claim::NotPending`] or [`Claim::Blocked`]) when not.
+/// `blocker` reads a blocker's status, `Ok(None)` for a blocker the store
+/// does not hold (it counts as not met).
+pub fn claim_refusal(
+    task: &Task,
+    rule: BlockerRule,
+    blocker: &mut dyn FnMut(&TaskId) -> Result<Option<TaskStatus>>,
+) -> Result<Option<Claim>> {
+    if task.status != TaskStatus::Pending {
+        return Ok(Some(Claim::NotPending(task.status)));
+    }
+    let mut waiting = Vec::new();
+    for id in &task.blocked_by {
+        match blocker(id)? {
+            Some(status) if rule.met_by(status) => {}
+            _ => waiting.push(id.clone()),
+        }
+    }
+    Ok((!waiting.is_empty()).then_some(Claim::Blocked(waiting)))
+}
+
+/// Give `task` to `worker` at `now`: in progress, one more attempt, a fresh
+/// lease. Call it only after [`claim_refusal`] said yes.
+pub fn take_lease(task: &mut Task, worker: &WorkerInfo, now: jiff::Timestamp) {
+    task.status = TaskStatus::InProgress;
+    task.attempts += 1;
+    task.lease = Some(Lease {
+        worker: worker.worker.clone(),
+        pid: worker.pid,
+        host: worker.host.clone(),
+        acquired_at: now,
+        heartbeat_at: now,
+    });
+}
+
+/// The [`CoreError::LeaseLost`] of `worker` trying `action` on `task`.
+fn lease_lost(task: &Task, worker: &WorkerInfo, action: &'static str) -> CoreError {
+    let holder = match &task.lease {
+        Some(l) => format!("; `{}` (pid {} on `{}`) holds it", l.worker, l.pid, l.host),
+        None => String::new(),
+    };
+    CoreError::LeaseLost {
+        id: task.id.to_string(),
+        worker: worker.worker.clone(),
+        action,
+        state: format!(
+            "{} and not leased by `{}` (pid {} on `{}`){holder}",
+            task.status, worker.worker, worker.pid, worker.host
+        ),
+    }
+}
+
+/// Refresh `worker`'s lease on `task` at `now`; [`CoreError::LeaseLost`]
+/// when the task is not in progress under `worker`'s lease.
+pub fn renew_lease(task: &mut Task, worker: &WorkerInfo, now: jiff::Timestamp) -> Result<()> {
+    match &mut task.lease {
+        Some(lease) if task.status == TaskStatus::InProgress && worker.owns(lease) => {
+            lease.heartbeat_at = now;
+            Ok(())
+        }
+        _ => Err(lease_lost(task, worker, "heartbeat")),
+    }
+}
+
+/// End `worker`'s attempt on `task`: the new status, no lease, the result
+/// (an earlier one is kept when `result` is `None`);
+/// [`CoreError::LeaseLost`] when `worker` does not hold the task.
+pub fn end_attempt(
+    task: &mut Task,
+    worker: &WorkerInfo,
+    status: TaskStatus,
+    result: Option<Value>,
+) -> Result<()> {
+    let owned = task.lease.as_ref().is_some_and(|l| worker.owns(l));
+    if task.status != TaskStatus::InProgress || !owned {
+        return Err(lease_lost(task, worker, "finish"));
+    }
+    task.status = status;
+    task.lease = None;
+    if result.is_some() {
+        task.result = result;
+    }
+    Ok(())
+}
+
+/// Put `task` back to pending when it is in progress and its lease is
+/// expired (or missing) at `now`; returns whether it did.
+pub fn release_if_expired(task: &mut Task, policy: &LeasePolicy, now: jiff::Timestamp) -> bool {
+    if task.status != TaskStatus::InProgress {
+        return false;
+    }
+    let expired = task
+        .lease
+        .as_ref()
+        .is_none_or(|l| policy.is_expired(l, now));
+    if expired {
+        task.status = TaskStatus::Pending;
+        task.lease = None;
+        // It was in progress: an attempt started (even one another
+        // program began), so the next claim looks for its record.
+        task.attempts = task.attempts.max(1);
+    }
+    expired
 }
 
 /// A task file that could not be read: its path and why.
@@ -385,30 +496,15 @@ impl TaskStore for FileTaskStore {
     fn claim_with(&self, id: &TaskId, worker: &WorkerInfo, rule: BlockerRule) -> Result<Claim> {
         let _lock = self.lock()?;
         let mut task = self.read(id)?;
-        if task.status != TaskStatus::Pending {
-            return Ok(Claim::NotPending(task.status));
+        let refusal = claim_refusal(&task, rule, &mut |blocker| match self.read(blocker) {
+            Ok(b) => Ok(Some(b.status)),
+            Err(CoreError::TaskNotFound { .. }) => Ok(None),
+            Err(e) => Err(e),
+        })?;
+        if let Some(refused) = refusal {
+            return Ok(refused);
         }
-        let mut waiting = Vec::new();
-        for blocker in &task.blocked_by {
-            match self.read(blocker) {
-                Ok(b) if rule.met_by(b.status) => {}
-                Ok(_) | Err(CoreError::TaskNotFound { .. }) => waiting.push(blocker.clone()),
-                Err(e) => return Err(e),
-            }
-        }
-        if !waiting.is_empty() {
-            return Ok(Claim::Blocked(waiting));
-        }
-        let now = jiff::Timestamp::now();
-        task.status = TaskStatus::InProgress;
-        task.attempts += 1;
-        task.lease = Some(Lease {
-            worker: worker.worker.clone(),
-            pid: worker.pid,
-            host: worker.host.clone(),
-            acquired_at: now,
-            heartbeat_at: now,
-        });
+        take_lease(&mut task, worker, jiff::Timestamp::now());
         self.write(&mut task)?;
         tracing::debug!(task = %id, worker = %worker.worker, attempt = task.attempts, "task claimed");
         Ok(Claim::Claimed(Box::new(task)))
@@ -417,18 +513,7 @@ impl TaskStore for FileTaskStore {
     fn heartbeat(&self, id: &TaskId, worker: &WorkerInfo) -> Result<()> {
         let _lock = self.lock()?;
         let mut task = self.read(id)?;
-        match &mut task.lease {
-            Some(lease) if task.status == TaskStatus::InProgress && worker.owns(lease) => {
-                lease.heartbeat_at = jiff::Timestamp::now();
-            }
-            _ => {
-                return Err(CoreError::BadTransition {
-                    id: id.to_string(),
-                    action: "heartbeat",
-                    state: format!("{} and not leased by `{}`", task.status, worker.worker),
-                });
-            }
-        }
+        renew_lease(&mut task, worker, jiff::Timestamp::now())?;
         self.write(&mut task)
     }
 
@@ -441,19 +526,7 @@ impl TaskStore for FileTaskStore {
     ) -> Result<Task> {
         let _lock = self.lock()?;
         let mut task = self.read(id)?;
-        let owned = task.lease.as_ref().is_some_and(|l| worker.owns(l));
-        if task.status != TaskStatus::InProgress || !owned {
-            return Err(CoreError::BadTransition {
-                id: id.to_string(),
-                action: "finish",
-                state: format!("{} and not leased by `{}`", task.status, worker.worker),
-            });
-        }
-        task.status = status;
-        task.lease = None;
-        if result.is_some() {
-            task.result = result;
-        }
+        end_attempt(&mut task, worker, status, result)?;
         self.write(&mut task)?;
         tracing::debug!(task = %id, worker = %worker.worker, status = %status, "task finished");
         Ok(task)
@@ -465,19 +538,7 @@ impl TaskStore for FileTaskStore {
         let mut reset = Vec::new();
         // A corrupt file is not this method's to judge: the others go on.
         for mut task in self.list_lenient()?.tasks {
-            if task.status != TaskStatus::InProgress {
-                continue;
-            }
-            let expired = task
-                .lease
-                .as_ref()
-                .is_none_or(|l| policy.is_expired(l, now));
-            if expired {
-                task.status = TaskStatus::Pending;
-                task.lease = None;
-                // It was in progress: an attempt started (even one another
-                // program began), so the next claim looks for its record.
-                task.attempts = task.attempts.max(1);
+            if release_if_expired(&mut task, policy, now) {
                 self.write(&mut task)?;
                 reset.push(task.id.clone());
             }
@@ -560,6 +621,22 @@ mod tests {
             .finish(&id("A-1"), &other, TaskStatus::Completed, None)
             .unwrap_err();
         assert!(err.to_string().contains("not leased by `w2`"), "{err}");
+        assert!(
+            matches!(&err, CoreError::LeaseLost { id, worker, action: "finish", .. } if id == "A-1" && worker == "w2"),
+            "{err:?}"
+        );
+        let err = s.heartbeat(&id("A-1"), &other).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                CoreError::LeaseLost {
+                    action: "heartbeat",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("`w1` (pid"), "{err}");
     }
 
     #[test]
