@@ -118,25 +118,7 @@ fn issues_become_commits_and_a_resume_never_commits_twice() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let (session, issues, store) = planex_project(root, "");
-    let planned = run_bin(
-        "wavecrew",
-        &[
-            "msg",
-            "log",
-            "--session-id",
-            SESSION,
-            "--from",
-            "planner",
-            "--to",
-            "executor",
-            "--type",
-            "all_planned",
-            "--summary",
-            "[planner] all planned",
-        ],
-        root,
-    );
-    assert_eq!(planned.code, 0, "{}", planned.render());
+    all_planned(root);
     // What the first attempt will be sent, read before anything runs.
     let shown = run_bin(
         "wavecrew",

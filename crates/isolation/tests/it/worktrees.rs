@@ -200,15 +200,7 @@ fn a_worktree_add_killed_half_way_does_not_stop_the_next() {
     // What `git worktree add` killed after writing `gitdir` leaves: an
     // entry whose `commondir` is still empty, on which `git worktree list`
     // fails.
-    let admin = std::fs::read_dir(p.top.join(".git/worktrees"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|d| {
-            std::fs::read_to_string(d.join("gitdir"))
-                .is_ok_and(|g| g.trim().starts_with(a.path.to_str().unwrap()))
-        })
-        .unwrap();
+    let admin = admin_dir(&p, &a);
     std::fs::write(admin.join("commondir"), "").unwrap();
     let b = s.open_worktree("IMPL-002", 1, &[]).unwrap();
     assert!(b.path.is_dir());
@@ -226,15 +218,7 @@ fn a_worktree_add_killed_before_its_checkout_is_removed_and_made_again() {
     // What `git worktree add` killed after its entry was complete but
     // before it pointed HEAD at the branch leaves: HEAD the null id, a
     // folder without a checkout; `git fsck --strict` flags it.
-    let admin = std::fs::read_dir(p.top.join(".git/worktrees"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|d| {
-            std::fs::read_to_string(d.join("gitdir"))
-                .is_ok_and(|g| g.trim().starts_with(a.path.to_str().unwrap()))
-        })
-        .unwrap();
+    let admin = admin_dir(&p, &a);
     std::fs::write(admin.join("HEAD"), format!("{}\n", "0".repeat(40))).unwrap();
     // The next claim of the same attempt makes it again, on its branch.
     let again = s.open_worktree("IMPL-001", 1, &[]).unwrap();
@@ -246,18 +230,23 @@ fn a_worktree_add_killed_before_its_checkout_is_removed_and_made_again() {
     );
     // One left elsewhere in the session goes at the next start's pruning.
     let b = s.open_worktree("IMPL-002", 1, &[]).unwrap();
-    let admin_b = std::fs::read_dir(p.top.join(".git/worktrees"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|d| {
-            std::fs::read_to_string(d.join("gitdir"))
-                .is_ok_and(|g| g.trim().starts_with(b.path.to_str().unwrap()))
-        })
-        .unwrap();
+    let admin_b = admin_dir(&p, &b);
     std::fs::write(admin_b.join("HEAD"), format!("{}\n", "0".repeat(40))).unwrap();
     s.prune_stale().unwrap();
     let listed = p.git(&["worktree", "list", "--porcelain"]);
     assert!(!listed.contains(b.path.to_str().unwrap()), "{listed}");
     p.assert_sound();
+}
+
+/// The entry in `.git/worktrees/` of `wt`.
+fn admin_dir(p: &Project, wt: &wavecrew_isolation::Worktree) -> std::path::PathBuf {
+    std::fs::read_dir(p.top.join(".git/worktrees"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|d| {
+            std::fs::read_to_string(d.join("gitdir"))
+                .is_ok_and(|g| g.trim().starts_with(wt.path.to_str().unwrap()))
+        })
+        .unwrap()
 }
