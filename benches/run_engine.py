@@ -86,7 +86,10 @@ def write_project(root, deps, agent_argv):
             "[aliases]\nagent = \"bench\"\ncodex = \"bench\"\n\n"
             "[backends.bench]\nkind = \"command\"\n"
             f"argv = {json.dumps(agent_argv)}\nprompt = \"stdin\"\nstream = \"none\"\n\n"
-            "[routing]\nmax_retries = 0\nfallback = []\n"
+            "[routing]\nmax_retries = 0\nfallback = []\n\n"
+            # The engine's own cost, as issue 12 measured it: no worktrees
+            # (`--max-parallel` keeps the slots parallel in place).
+            "[isolation]\nmode = \"in-place\"\n"
         )
     return s
 

@@ -114,7 +114,8 @@ pub struct RunArgs {
     /// A task file (`wavecrew.tasks.toml`: its session is made, or resumed when this file made
     /// it before), or a session folder (`.workflow/.team/<session-id>`).
     pub session: std::path::PathBuf,
-    /// Workers at once (default: `[limits] max_parallel`).
+    /// Workers at once (default: `[limits] max_parallel`; one with `[isolation] mode =
+    /// "in-place"`, where every task shares the project folder).
     #[arg(long)]
     pub max_parallel: Option<usize>,
     /// What a failed task does to the rest of the pipeline.

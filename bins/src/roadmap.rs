@@ -25,7 +25,8 @@ pub struct RoadmapArgs {
     /// The common worker flags.
     #[command(flatten)]
     pub flags: WorkerFlags,
-    /// Attempts of one wave at once (default: `[limits] max_parallel`).
+    /// Attempts of one wave at once (default: `[limits] max_parallel`; one
+    /// in place).
     #[arg(long)]
     pub max_parallel: Option<usize>,
 }
@@ -43,9 +44,7 @@ pub fn roadmap_main_from(command_line: Vec<std::ffi::OsString>) -> ExitCode {
 fn run(args: &RoadmapArgs) -> CmdResult {
     let session = args.flags.open()?;
     let role = RoadmapRole {
-        max_parallel: args
-            .max_parallel
-            .unwrap_or(session.ctx.config.limits.max_parallel),
+        max_parallel: crate::team::max_parallel(args.max_parallel, &session.ctx.config),
         ctx: session.ctx.clone(),
     };
     let options = args.flags.options(&session);

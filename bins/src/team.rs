@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
-use wavecrew_backends::config::Config;
+use wavecrew_backends::config::{Config, IsolationMode};
 use wavecrew_core::role::WorkerOptions;
 use wavecrew_core::store::LeasePolicy;
 use wavecrew_core::{FileTaskStore, TaskStore};
@@ -96,7 +96,7 @@ pub struct TeamArgs {
     /// The session folder (`.workflow/.team/<session-id>`).
     #[arg(long)]
     pub session: Option<PathBuf>,
-    /// Workers at once (default: `[limits] max_parallel`).
+    /// Workers at once (default: `[limits] max_parallel`; one in place).
     #[arg(long)]
     pub max_parallel: Option<usize>,
     /// What a failed task does to the rest of the pipeline.
@@ -213,16 +213,24 @@ fn check(session: Option<&Path>) -> CmdResult {
 
 fn options(args: &TeamArgs, opened: &Opened, config_file: Option<&Path>) -> TeamOptions {
     TeamOptions {
-        max_parallel: args
-            .max_parallel
-            .unwrap_or(opened.config.limits.max_parallel)
-            .max(1),
+        max_parallel: max_parallel(args.max_parallel, &opened.config),
         on_failure: args.on_failure,
         crash_retries: args.crash_retries,
         backend: args.backend.clone(),
         config_file: config_file.map(Path::to_owned),
         config: opened.config.clone(),
         ..TeamOptions::default()
+    }
+}
+
+/// Workers at once: `--max-parallel`, else `[limits] max_parallel` for an
+/// isolated run, else one: in place, every task shares the project folder,
+/// so a neighbour's half-done edit would fail a task's validation.
+pub(crate) fn max_parallel(flag: Option<usize>, config: &Config) -> usize {
+    match flag {
+        Some(n) => n.max(1),
+        None if config.isolation.mode == IsolationMode::InPlace => 1,
+        None => config.limits.max_parallel.max(1),
     }
 }
 

@@ -29,8 +29,9 @@ fn tasks_run_in_order_and_report_what_changed() {
     std::fs::write(
         s.root().join("wavecrew.toml"),
         format!(
-            "[aliases]\nagent = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\nformat = \"claude\"\n",
-            bin_path("wavecrew-scripted-agent").display().to_string()
+            "[aliases]\nagent = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\nformat = \"claude\"\n{}",
+            bin_path("wavecrew-scripted-agent").display().to_string(),
+            crate::IN_PLACE
         ),
     )
     .unwrap();
@@ -109,8 +110,9 @@ fn a_syntax_error_goes_back_to_the_agent_with_the_compilers_words() {
     std::fs::write(
         s.root().join("wavecrew.toml"),
         format!(
-            "[aliases]\nagent = \"demo\"\ncodex = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\n",
-            bin_path("wavecrew-scripted-agent").display().to_string()
+            "[aliases]\nagent = \"demo\"\ncodex = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\n{}",
+            bin_path("wavecrew-scripted-agent").display().to_string(),
+            crate::IN_PLACE
         ),
     )
     .unwrap();
@@ -167,8 +169,9 @@ fn seed_000s_own_task_folder_with_dependencies_in_the_plan() {
     std::fs::write(
         tmp.path().join("wavecrew.toml"),
         format!(
-            "[aliases]\nagent = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\n",
-            bin_path("wavecrew-scripted-agent").display().to_string()
+            "[aliases]\nagent = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\n{}",
+            bin_path("wavecrew-scripted-agent").display().to_string(),
+            crate::IN_PLACE
         ),
     )
     .unwrap();

@@ -171,8 +171,8 @@ fn parallel_tasks_each_see_only_their_own_edits_and_land_on_the_integration_bran
 
 #[test]
 fn in_place_the_neighbours_half_done_edit_fails_the_task() {
-    // In place (the default): one tree for both agents.
-    let p = crate_project("");
+    // In place: one tree for both agents (here two at once, as asked).
+    let p = crate_project(crate::IN_PLACE);
     let o = run_bin(
         "wavecrew",
         &["run", p.session().to_str().unwrap(), "--max-parallel", "2"],

@@ -1,5 +1,10 @@
 //! End-to-end tests of the wavecrew binaries: one test binary, one module per area.
 
+/// `wavecrew.toml` lines for a test whose subject is a role's own logic,
+/// checked on the project's files: it runs in place. The default
+/// (worktrees and the merge queue) has its own tests (`isolation`, …).
+pub(crate) const IN_PLACE: &str = "\n[isolation]\nmode = \"in-place\"\n";
+
 mod backend;
 mod check;
 mod crash;

@@ -117,7 +117,7 @@ fn planex_project(root: &Path, extra: &str) -> (PathBuf, PathBuf, wavecrew_core:
 fn issues_become_commits_and_a_resume_never_commits_twice() {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
-    let (session, issues, store) = planex_project(root, "");
+    let (session, issues, store) = planex_project(root, crate::IN_PLACE);
     all_planned(root);
     // What the first attempt will be sent, read before anything runs.
     let shown = run_bin(

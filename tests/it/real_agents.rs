@@ -64,7 +64,8 @@ impl World {
 
     /// `wavecrew.toml`: every name a role may ask for (`agent`, `codex`,
     /// `gemini`) is the CLI under test, pointed at the mock; one attempt
-    /// at a time (the CLIs share the private home), no retries.
+    /// at a time (the CLIs share the private home), no retries; in place
+    /// (what the CLI does with the prompt is the subject here).
     fn config(&self) -> String {
         let home = self.home();
         let base = self.mock.base_url();
@@ -115,8 +116,9 @@ impl World {
             "[aliases]\nagent = \"cli\"\ncodex = \"cli\"\ngemini = \"cli\"\n\n\
              [limits]\nmax_parallel = 1\ntimeout_secs = 240\nstall_timeout_secs = 120\n\n\
              [routing]\nmax_retries = 0\nfallback = []\nbackoff_ms = 1\n\n\
-             [backends.cli]\nkind = \"{kind}\"\nprogram = {:?}\nmodel = \"{model}\"\nenv = {{ {env} }}\n",
-            cli_bin(self.cli).display().to_string()
+             [backends.cli]\nkind = \"{kind}\"\nprogram = {:?}\nmodel = \"{model}\"\nenv = {{ {env} }}\n{}",
+            cli_bin(self.cli).display().to_string(),
+            crate::IN_PLACE
         )
     }
 

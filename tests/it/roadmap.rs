@@ -49,8 +49,9 @@ fn setup(root: &Path, phases: &[(u32, Vec<PhaseTask>)], scenarios: &Value) -> st
     std::fs::write(
         root.join("wavecrew.toml"),
         format!(
-            "[aliases]\nagent = \"demo\"\ncodex = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\n",
-            bin_path("wavecrew-scripted-agent").display().to_string()
+            "[aliases]\nagent = \"demo\"\ncodex = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\n{}",
+            bin_path("wavecrew-scripted-agent").display().to_string(),
+            crate::IN_PLACE
         ),
     )
     .unwrap();
@@ -327,9 +328,8 @@ fn isolated_units_land_in_wave_order_and_the_users_branch_is_untouched() {
         ]),
     );
     let toml = root.join("wavecrew.toml");
-    let mut config = std::fs::read_to_string(&toml).unwrap();
-    config.push_str("[isolation]\nmode = \"worktree\"\n");
-    std::fs::write(&toml, config).unwrap();
+    let config = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, config.replace(crate::IN_PLACE, "")).unwrap();
     std::fs::write(root.join(".gitignore"), ".workflow/\n").unwrap();
     let git = |args: &[&str]| {
         let out = std::process::Command::new("git")

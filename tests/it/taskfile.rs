@@ -169,7 +169,7 @@ fn a_diamond_and_a_chain_run_to_the_end_from_a_task_file() {
     let step_summary = repo.path().join("step-summary.md");
     std::fs::write(&step_summary, "# earlier step\n\n").unwrap();
     let out: CliOutput = Command::new(bin_path("wavecrew"))
-        .args(["run", "wavecrew.tasks.toml", "--json"])
+        .args(["run", "wavecrew.tasks.toml", "--json", "--apply"])
         .current_dir(repo.path())
         .env("GITHUB_STEP_SUMMARY", &step_summary)
         .env("CI", "1")

@@ -418,7 +418,7 @@ fn a_session_in_team_coordinates_real_shape_runs() {
         .to_string(),
     )
     .unwrap();
-    let o = run(&p, &[]);
+    let o = run(&p, &["--apply"]);
     assert_eq!(o.code, 0, "{}", o.render());
     for id in ["IMPL-001", "IMPL-002", "DRAFT-001"] {
         assert_eq!(p.status(id), TaskStatus::Completed, "{id}");

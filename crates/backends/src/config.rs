@@ -347,9 +347,12 @@ pub enum IsolationMode {
     /// repository in the session folder, and `--apply` writes its result
     /// back as files). Every role works this way: writing roles land
     /// their work, read-only ones look at a detached worktree of the tip.
-    Worktree,
-    /// In the project folder itself (the default).
+    /// The default.
     #[default]
+    Worktree,
+    /// In the project folder itself, as ccw does: tasks run one at a time
+    /// there (an explicit `--max-parallel` overrides that, at the risk of
+    /// one task's half-done edit failing a neighbour's validation).
     InPlace,
 }
 
@@ -357,7 +360,7 @@ pub enum IsolationMode {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IsolationConfig {
-    /// `in-place` (default) or `worktree`.
+    /// `worktree` (default) or `in-place`.
     pub mode: IsolationMode,
     /// Git-ignored files a build needs (`.env`), copied from the project
     /// into each worktree when present.

@@ -317,6 +317,15 @@ impl Integration {
         worktrees_dir(&self.repo, &self.state.session)
     }
 
+    /// Whether the project-relative `path` is under one of the session's
+    /// `exclude` paths (the session folder: never part of the work).
+    pub(crate) fn excluded(&self, path: &str) -> bool {
+        self.state.exclude.iter().any(|x| {
+            path.strip_prefix(x.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+    }
+
     /// The trailer value for `task`: `<session-id>/<task>`.
     pub(crate) fn trailer_value(&self, task: &str) -> String {
         format!("{}/{task}", self.state.session)

@@ -134,6 +134,14 @@ impl Integration {
             _ => return Err(git::failed(line, &out)),
         }
         git(&wt.path).args(["add", "--all", "--", "."]).run()?;
+        // The session folder (linked in, see `link_session`) is never work:
+        // unstaged again (an exclude pathspec would fail on an ignored one).
+        if !self.state.exclude.is_empty() {
+            git(&wt.path)
+                .args(["reset", "--quiet", "--"])
+                .args(self.state.exclude.iter().map(|x| format!(":(literal){x}")))
+                .run()?;
+        }
         let tree = git(&wt.path).arg("write-tree").text()?;
         let head = self.repo.must_resolve(&reference)?;
         if tree == self.repo.tree_of(&head)? {
@@ -174,6 +182,7 @@ impl Integration {
         let files: BTreeSet<String> = git::split_nul(&diff)
             .into_iter()
             .chain(git::split_nul(&untracked))
+            .filter(|f| !self.excluded(f))
             .collect();
         Ok(files.into_iter().collect())
     }

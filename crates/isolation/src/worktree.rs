@@ -294,6 +294,7 @@ impl Integration {
         for rel in &copy {
             self.copy_in(&path, rel)?;
         }
+        self.link_session(&path)?;
         Ok(Worktree {
             path,
             branch,
@@ -324,6 +325,7 @@ impl Integration {
             self.remove_path(&path, &listed)?;
         }
         self.add_worktree(&path, &["--detach", &tip])?;
+        self.link_session(&path)?;
         Ok(Worktree {
             path,
             branch: String::new(),
@@ -354,6 +356,61 @@ impl Integration {
             .arg(path)
             .args(what.iter().skip_while(|w| w.starts_with("--")))
             .run()?;
+        Ok(())
+    }
+
+    /// Make the session folder reachable from the worktree at `wt` by the
+    /// same project-relative path as from the main checkout
+    /// (`.workflow/.team/<session-id>`), so an agent that writes its
+    /// deliverables there (`<session>/artifacts/…`, as ccw's roles do)
+    /// writes into the one shared session folder, never into its worktree.
+    /// A symlink to the folder; when the folder holds the worktrees (a
+    /// shadow repository), a folder of symlinks to its entries but the
+    /// repository. What the worktree tracked at that path is replaced. The
+    /// path is in the session's `exclude`, so nothing under it is ever
+    /// committed or counted as changed.
+    pub(crate) fn link_session(&self, wt: &Path) -> Result<()> {
+        let session = canon(&self.state_dir);
+        let Ok(rel) = session.strip_prefix(canon(self.repo.work_tree())) else {
+            return Ok(());
+        };
+        if rel.as_os_str().is_empty() {
+            return Ok(());
+        }
+        let dst = wt.join(rel);
+        let parent = dst.parent().unwrap_or(wt);
+        fs::create_dir_all(parent).map_err(|e| IsolationError::io("creating", parent, e))?;
+        // A committed symlink on the way must not lead the link elsewhere.
+        if !canon(parent).starts_with(canon(wt)) {
+            return Err(IsolationError::BadWorktree {
+                path: wt.to_owned(),
+                message: format!(
+                    "`{}` would be linked outside it (through a symlink)",
+                    rel.display()
+                ),
+            });
+        }
+        match fs::symlink_metadata(&dst) {
+            Ok(m) if m.file_type().is_symlink() => return Ok(()),
+            Ok(_) => remove_any(&dst)?,
+            Err(_) => {}
+        }
+        let link = |target: &Path, at: &Path| {
+            std::os::unix::fs::symlink(target, at).map_err(|e| IsolationError::io("linking", at, e))
+        };
+        if !canon(&self.worktrees_dir()).starts_with(&session) {
+            return link(&session, &dst);
+        }
+        fs::create_dir_all(&dst).map_err(|e| IsolationError::io("creating", &dst, e))?;
+        let repo_dir = canon(self.repo.common_dir());
+        let entries =
+            fs::read_dir(&session).map_err(|e| IsolationError::io("reading", &session, e))?;
+        for entry in entries.flatten() {
+            let target = entry.path();
+            if canon(&target) != repo_dir && !repo_dir.starts_with(canon(&target)) {
+                link(&target, &dst.join(entry.file_name()))?;
+            }
+        }
         Ok(())
     }
 

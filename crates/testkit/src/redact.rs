@@ -31,6 +31,8 @@ pub const FILTERS: &[(&str, &str)] = &[
     (r"\bin \d+ ms\b", "in [DURATION]"),
     // The scripted agent's session ids (it names them after its pid).
     (r"\bscripted-\d+\b", "scripted-[PID]"),
+    // Git commit ids, whole or abbreviated (commits carry their time).
+    (r"\b[0-9a-f]{10,40}\b", "[COMMIT]"),
 ];
 
 static COMPILED: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
@@ -72,5 +74,7 @@ mod tests {
         assert_eq!(redact(r#"{"pid": 1234}"#), r#"{"pid [PID]}"#);
         assert_eq!(redact("IMPL-001 and 3 tasks"), "IMPL-001 and 3 tasks");
         assert_eq!(redact("MSG-001 [09:15:02] a"), "MSG-001 [[CLOCK]] a");
+        assert_eq!(redact("merged at 34e05bffab5b"), "merged at [COMMIT]");
+        assert_eq!(redact("face IMPL-001 deadbeef"), "face IMPL-001 deadbeef");
     }
 }

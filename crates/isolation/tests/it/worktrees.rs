@@ -38,6 +38,47 @@ fn changed_files_are_exactly_the_tasks() {
 }
 
 #[test]
+fn the_session_folder_is_reached_from_a_worktree_and_never_committed() {
+    let p = Project::new();
+    // This project tracks its session folder (as the demo's first commit
+    // does): the worktree's stale copy gives way to the live folder.
+    p.git(&["rm", "-q", "--cached", ".gitignore"]);
+    p.write(".gitignore", ".env\n");
+    p.write(".workflow/.team/S-link/isolation/plan.md", "the plan\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-q", "-m", "track the session"]);
+    let s = p.start("S-link");
+    let rel = ".workflow/.team/S-link/isolation";
+    for wt in [
+        s.open_worktree("IMPL-001", 1, &[]).unwrap(),
+        s.detached_worktree("REVIEW-001").unwrap(),
+    ] {
+        let linked = wt.path.join(rel);
+        assert!(
+            fs::symlink_metadata(&linked)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        // An agent writing its deliverable by the relative path writes into
+        // the one session folder.
+        write(
+            &wt.path,
+            &format!("{rel}/artifacts/{}.md", wt.task),
+            "done\n",
+        );
+        assert_eq!(p.read(&format!("{rel}/artifacts/{}.md", wt.task)), "done\n");
+    }
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&wt.path, "src/lib.rs", "// work\n");
+    assert_eq!(s.changed_files(&wt).unwrap(), ["src/lib.rs"]);
+    let commit = s.commit(&wt, "IMPL-001", "work").unwrap().unwrap();
+    let files = p.git(&["diff-tree", "--no-commit-id", "--name-only", "-r", &commit]);
+    assert_eq!(files, "src/lib.rs");
+    p.assert_sound();
+}
+
+#[test]
 fn copy_brings_ignored_files_when_present() {
     let p = Project::new();
     p.write(".env", "TOKEN=abc\n");

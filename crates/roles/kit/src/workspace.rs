@@ -1,6 +1,6 @@
 //! Where a writing task's agent works, and how its work lands.
 //!
-//! With `[isolation] mode = "worktree"` in a git work tree,
+//! With `[isolation] mode = "worktree"` (the default) in a git work tree,
 //! each claim of a task gets a git worktree of its own, on a branch from the
 //! session's integration branch (`wavecrew/<session-id>`), in a folder
 //! wavecrew owns inside the git directory: the agent, the validation and the
@@ -10,8 +10,7 @@
 //! A folder that is not a git work tree works the same way through a shadow
 //! repository kept in the session folder (`<session>/shadow.git`): the
 //! project gets no `.git`, and `--apply` writes the result back as files.
-//! In place (`mode = "in-place"`, the default), the agent works in the
-//! project folder.
+//! In place (`mode = "in-place"`), the agent works in the project folder.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
