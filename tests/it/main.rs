@@ -11,6 +11,7 @@ mod crash;
 mod docs;
 mod engine;
 mod executor;
+pub(crate) mod hosts;
 mod install;
 mod isolation;
 mod isolation_shadow;
