@@ -96,12 +96,19 @@ fi
 # crates/engine-nats' tests run the real nats-server (Debian's 2.9.10, with
 # JetStream) on 127.0.0.1 with a free port; they fail (never skip) when it is
 # missing.
-if ! command -v nats-server >/dev/null 2>&1; then
-  step "installing Debian's nats-server"
+# The multi-host tests (tests/it/hosts) simulate hosts with network
+# namespaces: `ip` (iproute2), `nsenter` and `unshare` (util-linux), as root.
+NATS_PACKAGES=""
+command -v nats-server >/dev/null 2>&1 || NATS_PACKAGES="$NATS_PACKAGES nats-server"
+command -v ip >/dev/null 2>&1 || NATS_PACKAGES="$NATS_PACKAGES iproute2"
+command -v nsenter >/dev/null 2>&1 || NATS_PACKAGES="$NATS_PACKAGES util-linux"
+if [ -n "$NATS_PACKAGES" ]; then
+  step "installing Debian's$NATS_PACKAGES"
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -q >/dev/null
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q nats-server >/dev/null
+  # shellcheck disable=SC2086 # a list of package names
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $NATS_PACKAGES >/dev/null
 fi
 # --- nats-server (end) ---
 
