@@ -55,6 +55,12 @@ pub enum IsolationError {
         /// Why it was refused.
         problem: String,
     },
+    /// A ref name was refused before git saw it.
+    #[error("invalid ref name {given:?}; expected a full ref name git accepts (`refs/…`)")]
+    InvalidRef {
+        /// The name as given.
+        given: String,
+    },
     /// A project-relative path (in `exclude` or `copy`) was refused.
     #[error(
         "invalid {what} path {given:?}: {problem}; expected a relative path inside the project, without `..`"

@@ -97,6 +97,7 @@
 //! # }
 //! ```
 
+mod bundle;
 mod error;
 mod git;
 mod ids;
@@ -109,6 +110,7 @@ mod shadow;
 mod verify;
 mod worktree;
 
+pub use bundle::Bundled;
 pub use error::{IsolationError, Result};
 pub use inspect::{Inspection, LandedTask};
 pub use integration::{

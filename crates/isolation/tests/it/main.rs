@@ -2,6 +2,7 @@
 //! own temp dir (created and deleted by the test, nothing else touched).
 
 mod apply;
+mod bundles;
 mod landing;
 mod shadow;
 mod start;
