@@ -50,6 +50,23 @@ pub enum EngineError {
         /// What went wrong, and what was expected.
         reason: String,
     },
+    /// A git step of carrying the repository failed.
+    #[error("{action}: {source}")]
+    Git {
+        /// What was being done (`bundling refs/heads/wavecrew/S`).
+        action: String,
+        /// The git error, naming the command.
+        #[source]
+        source: wavecrew_isolation::IsolationError,
+    },
+    /// The published repository and a host's copy of it disagree.
+    #[error("{what}; expected {expected}")]
+    Diverged {
+        /// What was found.
+        what: String,
+        /// What was expected.
+        expected: String,
+    },
     /// A name that becomes part of a stream, bucket, subject or key was refused.
     #[error("invalid {kind} {value:?}: expected {expected}")]
     InvalidName {

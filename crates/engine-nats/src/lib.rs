@@ -23,7 +23,10 @@
 //!   per role; progress acks are the ticket's heartbeat;
 //! * [`bus`]: [`NatsBus`] publishes remote workers' bus records, and the
 //!   coordinator's [`Mirror`] appends them to `messages.jsonl` exactly once;
-//! * [`objects`]: [`Objects`], files (git bundles, attempt files) by name.
+//! * [`objects`]: [`Objects`], files (git bundles, attempt files) by name;
+//! * [`repo`]: [`RepoChannel`], the repository carried as git bundles: the
+//!   integration tip published (a whole bundle, then one per move, the tip
+//!   in KV), a host's cache brought up to it, an attempt's commits sent back.
 //!
 //! A worker's loop, as the layers above this crate are meant to run it:
 //! take a [`Ticket`], claim the task (a CAS; lost: ack the ticket, someone
@@ -51,6 +54,7 @@ pub mod connect;
 pub mod error;
 pub mod names;
 pub mod objects;
+pub mod repo;
 pub mod tasks;
 pub mod tickets;
 
@@ -59,5 +63,6 @@ pub use connect::{CONNECT_TIMEOUT, Engine};
 pub use error::{EngineError, Result};
 pub use names::SessionName;
 pub use objects::Objects;
+pub use repo::{RepoChannel, TipRecord};
 pub use tasks::NatsTaskStore;
 pub use tickets::{Published, Ticket, TicketPolicy, Tickets};

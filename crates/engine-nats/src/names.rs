@@ -75,6 +75,11 @@ impl SessionName {
         format!("wavecrew.{}.bus", self.0)
     }
 
+    /// The session's own records (the integration tip): `wavecrew_<session>_meta`.
+    pub fn meta_bucket(&self) -> String {
+        format!("wavecrew_{}_meta", self.0)
+    }
+
     /// The object store bucket: `wavecrew_<session>_objects`.
     pub fn objects_bucket(&self) -> String {
         format!("wavecrew_{}_objects", self.0)

@@ -58,15 +58,15 @@ impl Repo {
     /// prerequisites must be here: an earlier bundle brought them) and move
     /// `dest` (`refs/…`) from `expected` (empty: must not exist) to the
     /// commit the bundle's `reference` names, by compare-and-swap. Returns
-    /// that commit; Ok(None) when `dest` was not at `expected` (another
-    /// writer moved it; nothing changed but objects were added).
+    /// that commit and whether `dest` moved to it (false: `dest` was not at
+    /// `expected`, another writer moved it; only objects were added).
     pub fn fetch_bundle(
         &self,
         bundle: &Path,
         reference: &str,
         dest: &str,
         expected: &str,
-    ) -> Result<Option<String>> {
+    ) -> Result<(String, bool)> {
         self.check_ref_name(reference)?;
         self.check_ref_name(dest)?;
         self.git()
@@ -87,11 +87,8 @@ impl Repo {
                 expected: "the bundle's ref among the refs it lists",
             })?;
         let commit = self.must_resolve(&commit)?;
-        if self.update_ref(dest, &commit, expected, "wavecrew: from a bundle")? {
-            Ok(Some(commit))
-        } else {
-            Ok(None)
-        }
+        let moved = self.update_ref(dest, &commit, expected, "wavecrew: from a bundle")?;
+        Ok((commit, moved))
     }
 
     /// The commit `reference` (`refs/…`) names here, if it exists.

@@ -5,6 +5,7 @@
 mod bus;
 mod connect;
 mod objects;
+mod repo;
 mod support;
 mod tasks;
 mod tickets;

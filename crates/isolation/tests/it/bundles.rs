@@ -32,7 +32,7 @@ fn a_whole_bundle_then_an_increment_bring_the_branch_across() {
         cache
             .fetch_bundle(&file, "refs/heads/main", dest, "")
             .unwrap(),
-        Some(first.clone())
+        (first.clone(), true)
     );
     assert_eq!(cache.ref_commit(dest).unwrap(), Some(first.clone()));
 
@@ -64,14 +64,14 @@ fn a_whole_bundle_then_an_increment_bring_the_branch_across() {
         cache
             .fetch_bundle(&next, "refs/heads/main", dest, &second)
             .unwrap(),
-        None
+        (second.clone(), false)
     );
     assert_eq!(cache.ref_commit(dest).unwrap(), Some(first.clone()));
     assert_eq!(
         cache
             .fetch_bundle(&next, "refs/heads/main", dest, &first)
             .unwrap(),
-        Some(second.clone())
+        (second.clone(), true)
     );
     assert_eq!(
         git_in(dir.path(), &["show", &format!("{dest}:more.txt")]),
