@@ -170,6 +170,9 @@ fn remove_unborn(repo: &Repo, listed: &[Listed]) -> Result<bool> {
             .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b == b'0'));
         let path = canon(&l.path);
         if unborn && path.starts_with(&ours) && path != ours {
+            // A killed add still holds its `initializing` lock, which
+            // `worktree prune` respects: unlock first (none: git says so).
+            let _ = repo.git().args(["worktree", "unlock"]).arg(&l.path).run();
             remove_any(&path)?;
             removed = true;
         }

@@ -269,10 +269,13 @@ fn a_worktree_add_killed_before_its_checkout_is_removed_and_made_again() {
             .trim(),
         format!("refs/heads/{}", a.branch)
     );
-    // One left elsewhere in the session goes at the next start's pruning.
+    // One left elsewhere in the session goes at the next start's pruning,
+    // also when the add was killed still holding its `initializing` lock
+    // (which `git worktree prune` alone respects).
     let b = s.open_worktree("IMPL-002", 1, &[]).unwrap();
     let admin_b = admin_dir(&p, &b);
     std::fs::write(admin_b.join("HEAD"), format!("{}\n", "0".repeat(40))).unwrap();
+    std::fs::write(admin_b.join("locked"), "initializing").unwrap();
     s.prune_stale().unwrap();
     let listed = p.git(&["worktree", "list", "--porcelain"]);
     assert!(!listed.contains(b.path.to_str().unwrap()), "{listed}");
