@@ -11,7 +11,7 @@
 //! and the coordinator takes them into a ref of its repository, for its
 //! merge queue to land.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use async_nats::jetstream::kv;
 use serde::{Deserialize, Serialize};
@@ -137,15 +137,9 @@ impl RepoChannel {
         let since = current.as_ref().map(|(r, _)| r.tip.clone());
         let n = current.as_ref().map_or(0, |(r, _)| r.bundles.len());
         let object = format!("repo-{n}.bundle");
-        let file = scratch.join(&object);
-        let bundled = {
-            let (repo, branch, file, since) =
-                (repo.clone(), branch.to_owned(), file.clone(), since.clone());
-            git_step(format!("bundling {branch}"), move || {
-                repo.create_bundle(&file, &branch, since.as_deref())
-            })
-            .await?
-        };
+        let bundled = self
+            .put_bundle(repo, branch, since.as_deref(), &object, scratch)
+            .await?;
         let commit = match (bundled, current.as_ref()) {
             (Bundled::Written { commit }, _) => commit,
             (Bundled::UpToDate, Some((record, _))) => return Ok(record.clone()),
@@ -156,8 +150,6 @@ impl RepoChannel {
                 });
             }
         };
-        self.objects.put_file(&object, &file).await?;
-        let _ = std::fs::remove_file(&file);
         let mut record = current.as_ref().map_or_else(
             || TipRecord {
                 version: 1,
@@ -220,21 +212,16 @@ impl RepoChannel {
         };
         let mut at = have.unwrap_or_default();
         for bundle in &record.bundles[from..] {
-            let file = self.fetch_object(&bundle.object, scratch).await?;
-            let moved = {
-                let (cache, branch, file2, at2) = (
-                    cache.clone(),
-                    record.branch.clone(),
-                    file.clone(),
-                    at.clone(),
-                );
-                git_step(format!("reading bundle {}", bundle.object), move || {
-                    cache.fetch_bundle(&file2, &branch, &branch, &at2)
-                })
-                .await?
-            };
-            let _ = std::fs::remove_file(&file);
-            let (commit, moved) = moved;
+            let (commit, moved) = self
+                .read_bundle(
+                    cache,
+                    &bundle.object,
+                    &record.branch,
+                    &record.branch,
+                    &at,
+                    scratch,
+                )
+                .await?;
             if !moved {
                 return Err(EngineError::Diverged {
                     what: format!(
@@ -261,25 +248,13 @@ impl RepoChannel {
         scratch: &Path,
     ) -> Result<Option<String>> {
         let object = attempt_object(task, attempt)?;
-        let file = scratch.join(&object);
-        let bundled = {
-            let (repo, branch, file, base) = (
-                repo.clone(),
-                branch.to_owned(),
-                file.clone(),
-                base.to_owned(),
-            );
-            git_step(format!("bundling {branch}"), move || {
-                repo.create_bundle(&file, &branch, Some(&base))
-            })
+        match self
+            .put_bundle(repo, branch, Some(base), &object, scratch)
             .await?
-        };
-        let Bundled::Written { commit } = bundled else {
-            return Ok(None);
-        };
-        self.objects.put_file(&object, &file).await?;
-        let _ = std::fs::remove_file(&file);
-        Ok(Some(commit))
+        {
+            Bundled::Written { commit } => Ok(Some(commit)),
+            Bundled::UpToDate => Ok(None),
+        }
     }
 
     /// Coordinator: take attempt `attempt` of `task` (sent from `branch`)
@@ -295,19 +270,13 @@ impl RepoChannel {
         scratch: &Path,
     ) -> Result<String> {
         let object = attempt_object(task, attempt)?;
-        let file = self.fetch_object(&object, scratch).await?;
-        let (repo2, branch2, dest2, file2) = (
-            repo.clone(),
-            branch.to_owned(),
-            dest.to_owned(),
-            file.clone(),
-        );
-        let (commit, now) = git_step(format!("reading bundle {object}"), move || {
-            let (commit, _) = repo2.fetch_bundle(&file2, &branch2, &dest2, "")?;
-            Ok((commit, repo2.ref_commit(&dest2)?))
-        })
-        .await?;
-        let _ = std::fs::remove_file(&file);
+        let (commit, _) = self
+            .read_bundle(repo, &object, branch, dest, "", scratch)
+            .await?;
+        let now = {
+            let (repo, dest) = (repo.clone(), dest.to_owned());
+            git_step(format!("reading {dest}"), move || repo.ref_commit(&dest)).await?
+        };
         // Taken before (a resumed coordinator): the same commit is fine.
         if now.as_deref() == Some(commit.as_str()) {
             Ok(commit)
@@ -322,10 +291,65 @@ impl RepoChannel {
         }
     }
 
-    async fn fetch_object(&self, object: &str, scratch: &Path) -> Result<PathBuf> {
+    /// Bundle `branch` of `repo` since `since` and, when there is
+    /// something to send, store it as `object` (the file in `scratch` goes).
+    async fn put_bundle(
+        &self,
+        repo: &Repo,
+        branch: &str,
+        since: Option<&str>,
+        object: &str,
+        scratch: &Path,
+    ) -> Result<Bundled> {
+        let file = scratch.join(object);
+        let bundled = {
+            let (repo, branch, file, since) = (
+                repo.clone(),
+                branch.to_owned(),
+                file.clone(),
+                since.map(str::to_owned),
+            );
+            git_step(format!("bundling {branch}"), move || {
+                repo.create_bundle(&file, &branch, since.as_deref())
+            })
+            .await?
+        };
+        if matches!(bundled, Bundled::Written { .. }) {
+            self.objects.put_file(object, &file).await?;
+            let _ = std::fs::remove_file(&file);
+        }
+        Ok(bundled)
+    }
+
+    /// Read the bundle stored as `object` into `repo` (see
+    /// [`Repo::fetch_bundle`]: `dest` moves from `expected` to the commit
+    /// its `reference` names); the file in `scratch` goes.
+    async fn read_bundle(
+        &self,
+        repo: &Repo,
+        object: &str,
+        reference: &str,
+        dest: &str,
+        expected: &str,
+        scratch: &Path,
+    ) -> Result<(String, bool)> {
         let file = scratch.join(object);
         self.objects.get_file(object, &file).await?;
-        Ok(file)
+        let read = {
+            let (repo, reference, dest, expected, file) = (
+                repo.clone(),
+                reference.to_owned(),
+                dest.to_owned(),
+                expected.to_owned(),
+                file.clone(),
+            );
+            git_step(format!("reading bundle {object}"), move || {
+                repo.fetch_bundle(&file, &reference, &dest, &expected)
+            })
+            .await
+        };
+        let _ = std::fs::remove_file(&file);
+        read
     }
 }
 
