@@ -81,6 +81,8 @@ pub enum Command {
     Plan(commands::plan::PlanCommand),
     /// Print the prompt the next attempt of a task would get, without running anything.
     Prompt(commands::prompt::PromptArgs),
+    /// Take tasks of sessions spread over hosts: a host agent on a NATS server (see docs/scale-out.md).
+    Worker(commands::worker::WorkerArgs),
     /// Remove every worktree of a session (their branches stay).
     Clean(commands::integration::CleanArgs),
     /// A session's progress: tasks by state, waves, running attempts, the merge queue of an isolated session, critical path, last records.
@@ -145,6 +147,11 @@ pub struct RunArgs {
     /// or the changed files.
     #[arg(long)]
     pub apply: bool,
+    /// Spread the session over hosts: tasks go as tickets to the workers of this NATS server
+    /// (`wavecrew worker --engine URL` on each host); default `[engine] url`. See
+    /// docs/scale-out.md.
+    #[arg(long, value_name = "URL")]
+    pub engine: Option<String>,
 }
 
 /// `wavecrew run`: a task file becomes its session first; then the
@@ -167,6 +174,7 @@ fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit, CliError> {
             crash_retries: a.crash_retries,
             backend: a.backend,
             hard_budget: a.hard_budget,
+            engine: a.engine,
         }),
         config,
     );
@@ -222,6 +230,7 @@ pub fn wavecrew_main() -> ExitCode {
         Command::Demo(a) => commands::demo::run(&a),
         Command::Prompt(a) => commands::prompt::run(&a, cli.config.as_deref()),
         Command::Clean(a) => commands::integration::clean(&a),
+        Command::Worker(a) => commands::worker::run(&a, cli.config.as_deref()),
         Command::Status(a) => commands::report::status(&a),
         Command::Report(a) => commands::report::report(&a),
         Command::Config(c) => commands::config::run(&c, cli.config.as_deref()),

@@ -112,6 +112,10 @@ pub struct TeamArgs {
     /// running attempts too, not only new ones.
     #[arg(long)]
     pub hard_budget: bool,
+    /// Run the tasks on hosts that take tickets from this NATS server
+    /// (`wavecrew worker`), instead of here (default: `[engine] url`).
+    #[arg(long, value_name = "URL")]
+    pub engine: Option<String>,
 }
 
 /// `worker` arguments.
@@ -280,6 +284,51 @@ fn spawn_and_stop(args: &TeamArgs, config: Option<&Path>, resume: bool) -> CmdRe
     Ok(Exit::Success)
 }
 
+/// The engine URL of a run: `--engine`, else `[engine] url`.
+fn engine_url(flag: Option<&str>, config: &Config) -> Option<String> {
+    flag.map(str::to_owned)
+        .or_else(|| config.engine.url.clone())
+}
+
+/// Connect to the engine, announce the session, publish what the hosts need.
+async fn start_coordinator(
+    url: &str,
+    opened: &Opened,
+    config_file: Option<&Path>,
+) -> Result<Arc<wavecrew_fleet::Coordinator>, CliError> {
+    let root = wavecrew_core::source::project_root(&opened.valid.dir).ok_or_else(|| {
+        CliError::bad_input(anyhow::anyhow!(
+            "{}: not inside a project",
+            opened.valid.dir.display()
+        ))
+    })?;
+    let config_file = config_file
+        .map(Path::to_owned)
+        .or_else(|| opened.config.source.clone());
+    let engine = &opened.config.engine;
+    let options = wavecrew_fleet::CoordinatorOptions {
+        url: url.to_owned(),
+        credentials: engine.credentials_path(opened.config.source.as_deref()),
+        ack_wait: std::time::Duration::from_secs(engine.ack_wait_secs),
+        poll: std::time::Duration::from_millis(100),
+    };
+    let session = wavecrew_fleet::CoordinatedSession {
+        dir: opened.valid.dir.clone(),
+        root,
+        session_id: opened.valid.session.session_id.as_str().to_owned(),
+        roles: opened.valid.session.roles.clone(),
+        config_file,
+    };
+    Box::pin(wavecrew_fleet::Coordinator::start(
+        options,
+        &session,
+        opened.store.clone(),
+        opened.bus.clone(),
+    ))
+    .await
+    .map_err(|e| CliError::bad_input(anyhow::anyhow!("the engine at {url}: {e}")))
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -297,8 +346,19 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
     let mut opened = open(args.session.as_deref(), config)?;
     prepare(&mut opened)?;
     crate::budget::set_hard_budget(&opened.config, &opened.valid.dir, args.hard_budget);
-    let options = options(args, &opened, config);
+    let mut options = options(args, &opened, config);
     let rt = runtime()?;
+    let coordinator = match engine_url(args.engine.as_deref(), &opened.config) {
+        Some(url) => {
+            let c = rt.block_on(start_coordinator(&url, &opened, config))?;
+            output::progress(&format!(
+                "[executor] tasks go to the workers of {url} (`wavecrew worker --engine {url}`)"
+            ));
+            options.remote = Some(c.clone());
+            Some(c)
+        }
+        None => None,
+    };
     let total = opened.store.list()?.len();
     let session_dir = opened.valid.dir.clone();
     let live_bar = output::live_progress(total);
@@ -318,6 +378,11 @@ fn foreground(args: &TeamArgs, config: Option<&Path>) -> CmdResult {
     });
     if let Some(bar) = &live_bar {
         bar.finish_and_clear();
+    }
+    if let Some(c) = &coordinator
+        && let Err(e) = rt.block_on(c.finish())
+    {
+        output::error(&format!("the engine at {}: {e}", c.url()));
     }
     let Some(end) = end else {
         output::error("interrupted: resume with `wavecrew run` on the same session");

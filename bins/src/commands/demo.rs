@@ -237,6 +237,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
             crash_retries: 2,
             backend: None,
             hard_budget: false,
+            engine: None,
         }),
         None,
     )?;

@@ -12,3 +12,4 @@ pub mod prompt;
 pub mod report;
 pub mod shell;
 pub mod tasks;
+pub mod worker;

@@ -389,6 +389,43 @@ impl Default for IntegrationConfig {
     }
 }
 
+/// `[engine]`: where task state, leases, tickets and the bus live when one
+/// session runs on several hosts. Without `url`, the file engine on the
+/// local disk (the default; no server needed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EngineConfig {
+    /// `nats://host:4222` or `tls://host:4443` (a NATS server with
+    /// JetStream); never a user or password in it.
+    pub url: Option<String>,
+    /// A NATS `.creds` file, or a file holding one token on one line; a
+    /// relative path is read from this file's folder.
+    pub credentials: Option<PathBuf>,
+    /// How long a ticket stays with a silent host before it goes to another,
+    /// in seconds; hosts heartbeat every third of it.
+    pub ack_wait_secs: u64,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            url: None,
+            credentials: None,
+            ack_wait_secs: 30,
+        }
+    }
+}
+
+impl EngineConfig {
+    /// The credentials file, resolved against the folder of `source` (the
+    /// configuration file it was read from).
+    pub fn credentials_path(&self, source: Option<&Path>) -> Option<PathBuf> {
+        let file = self.credentials.as_ref()?;
+        let dir = source.and_then(Path::parent).filter(|_| file.is_relative());
+        Some(dir.map_or_else(|| file.clone(), |d| d.join(file)))
+    }
+}
+
 /// A command as a user writes it: one line, split into words as a shell
 /// would split them (quotes honoured, nothing expanded, no shell run), or
 /// the argv itself.
@@ -491,6 +528,8 @@ pub struct Config {
     pub isolation: IsolationConfig,
     /// `[integration]`.
     pub integration: IntegrationConfig,
+    /// `[engine]`.
+    pub engine: EngineConfig,
     /// Where the file was read from (not a key).
     #[serde(skip)]
     pub source: Option<PathBuf>,
@@ -559,6 +598,23 @@ impl Config {
             key,
             message,
         };
+        if self.engine.ack_wait_secs < 3 {
+            return Err(invalid(
+                "engine.ack_wait_secs".into(),
+                format!(
+                    "at least 3 (hosts heartbeat every third of it), got {}",
+                    self.engine.ack_wait_secs
+                ),
+            ));
+        }
+        if let Some(url) = &self.engine.url
+            && !(url.starts_with("nats://") || url.starts_with("tls://"))
+        {
+            return Err(invalid(
+                "engine.url".into(),
+                format!("expected a nats:// or tls:// URL, got {url:?}"),
+            ));
+        }
         if self.routing.max_retries > 3 {
             return Err(invalid(
                 "routing.max_retries".into(),

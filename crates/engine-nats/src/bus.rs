@@ -47,6 +47,9 @@ pub const NATS_SEQ: &str = "nats_seq";
 /// The cursor file's name, in the session's `.msg/` folder.
 pub const CURSOR_FILE: &str = "nats-mirror.json";
 
+/// How long a record's id is remembered for de-duplication.
+const DUPLICATE_WINDOW: Duration = Duration::from_secs(24 * 3600);
+
 /// How many records one poll mirrors at most.
 const BATCH: usize = 256;
 
@@ -99,13 +102,18 @@ async fn bus_stream(engine: &Engine) -> Result<(stream::Stream, String)> {
         name: name.clone(),
         subjects: vec![session.bus_subject()],
         storage: StorageType::File,
+        // Records published with an id (`publish_once`) are stored once
+        // even when a restarted coordinator publishes them again.
+        duplicate_window: DUPLICATE_WINDOW,
         ..Default::default()
     };
-    let stream = engine
-        .jetstream()
-        .get_or_create_stream(config)
-        .await
-        .map_err(|e| EngineError::js(engine.url(), format!("creating the stream {name}"), e))?;
+    let stream = crate::tasks::stream_for(
+        engine.jetstream(),
+        engine.url(),
+        config,
+        &format!("the stream {name}"),
+    )
+    .await?;
     Ok((stream, name))
 }
 
@@ -130,6 +138,17 @@ impl NatsBus {
     /// Publish a record; returns its stream sequence once the server stored
     /// it. Its `MSG-NNN` id is given when the coordinator mirrors it.
     pub async fn publish(&self, message: NewMessage) -> Result<u64> {
+        self.send(message, None).await
+    }
+
+    /// [`NatsBus::publish`] with a message id: the server stores a record
+    /// once per id within the stream's de-duplication window (a record
+    /// published again after a restart is not mirrored twice).
+    pub async fn publish_once(&self, message: NewMessage, id: &str) -> Result<u64> {
+        self.send(message, Some(id)).await
+    }
+
+    async fn send(&self, message: NewMessage, id: Option<&str>) -> Result<u64> {
         if message.from.trim().is_empty() {
             return Err(EngineError::InvalidName {
                 kind: "bus record sender (`from`)",
@@ -141,10 +160,14 @@ impl NatsBus {
             .map_err(|e| EngineError::js(self.engine.url(), "encoding a bus record", e))?;
         let subject = self.engine.session().bus_subject();
         let action = format!("publishing a bus record to stream {}", self.stream);
+        let mut headers = async_nats::HeaderMap::new();
+        if let Some(id) = id {
+            headers.insert(async_nats::header::NATS_MESSAGE_ID, id);
+        }
         let ack = self
             .engine
             .jetstream()
-            .publish(subject, body.into())
+            .publish_with_headers(subject, headers, body.into())
             .await
             .map_err(|e| EngineError::js(self.engine.url(), action.clone(), e))?
             .await

@@ -51,14 +51,17 @@ struct Inner {
     client: async_nats::Client,
     jetstream: jetstream::Context,
     handle: Handle,
-    /// Taken in `drop`, and shut down without waiting (dropping a runtime
-    /// inside an async context would panic).
-    runtime: Option<Runtime>,
+    /// Shared by the engines of every session on this connection.
+    runtime: Arc<OwnedRuntime>,
 }
 
-impl Drop for Inner {
+/// The engine's runtime, shut down without waiting when the last engine on
+/// it goes (dropping a runtime inside an async context would panic).
+struct OwnedRuntime(Option<Runtime>);
+
+impl Drop for OwnedRuntime {
     fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
+        if let Some(runtime) = self.0.take() {
             runtime.shutdown_background();
         }
     }
@@ -274,9 +277,25 @@ impl Engine {
                 client,
                 jetstream,
                 handle: runtime.handle().clone(),
-                runtime: Some(runtime),
+                runtime: Arc::new(OwnedRuntime(Some(runtime))),
             }),
         }
+    }
+
+    /// The same connection, scoped to another session (a host agent learns
+    /// its session from the [`Registry`](crate::Registry) after connecting).
+    pub fn with_session(&self, session: &str) -> Result<Engine> {
+        let session = SessionName::new(session)?;
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                url: self.inner.url.clone(),
+                session,
+                client: self.inner.client.clone(),
+                jetstream: self.inner.jetstream.clone(),
+                handle: self.inner.handle.clone(),
+                runtime: Arc::clone(&self.inner.runtime),
+            }),
+        })
     }
 
     /// The server URL.

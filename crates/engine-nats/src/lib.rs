@@ -26,7 +26,9 @@
 //! * [`objects`]: [`Objects`], files (git bundles, attempt files) by name;
 //! * [`repo`]: [`RepoChannel`], the repository carried as git bundles: the
 //!   integration tip published (a whole bundle, then one per move, the tip
-//!   in KV), a host's cache brought up to it, an attempt's commits sent back.
+//!   in KV), a host's cache brought up to it, an attempt's commits sent back;
+//! * [`registry`]: [`Registry`], the sessions a server carries, for host
+//!   agents that connect before they know one.
 //!
 //! A worker's loop, as the layers above this crate are meant to run it:
 //! take a [`Ticket`], claim the task (a CAS; lost: ack the ticket, someone
@@ -54,6 +56,7 @@ pub mod connect;
 pub mod error;
 pub mod names;
 pub mod objects;
+pub mod registry;
 pub mod repo;
 pub mod tasks;
 pub mod tickets;
@@ -63,6 +66,7 @@ pub use connect::{CONNECT_TIMEOUT, Engine};
 pub use error::{EngineError, Result};
 pub use names::SessionName;
 pub use objects::Objects;
+pub use registry::{Registry, SessionCard, SessionState};
 pub use repo::{RepoChannel, TipRecord};
 pub use tasks::NatsTaskStore;
 pub use tickets::{Published, Ticket, TicketPolicy, Tickets};

@@ -46,21 +46,27 @@ impl Objects {
     pub async fn open(engine: &Engine) -> Result<Objects> {
         let bucket = engine.session().objects_bucket();
         let js = engine.jetstream();
-        let store = match js.get_object_store(&bucket).await {
-            Ok(store) => store,
-            Err(_) => js
+        let store = if let Ok(store) = js.get_object_store(&bucket).await {
+            store
+        } else {
+            let created = js
                 .create_object_store(object_store::Config {
                     bucket: bucket.clone(),
                     ..Default::default()
                 })
-                .await
-                .map_err(|e| {
+                .await;
+            match created {
+                Ok(store) => store,
+                // Two hosts creating it at once: the loser reads the
+                // winner's bucket.
+                Err(e) => js.get_object_store(&bucket).await.map_err(|_| {
                     EngineError::js(
                         engine.url(),
                         format!("creating the object store bucket {bucket}"),
                         e,
                     )
                 })?,
+            }
         };
         Ok(Objects {
             engine: engine.clone(),

@@ -232,6 +232,25 @@ impl NatsTaskStore {
     }
 }
 
+/// The stream `config` names, created when missing. Two hosts creating it
+/// at once is no error: the loser is told the subjects overlap, and reads
+/// the winner's stream.
+pub(crate) async fn stream_for(
+    js: &async_nats::jetstream::Context,
+    url: &str,
+    config: stream::Config,
+    what: &str,
+) -> Result<stream::Stream, EngineError> {
+    let name = config.name.clone();
+    match js.get_or_create_stream(config).await {
+        Ok(stream) => Ok(stream),
+        Err(e) => match js.get_stream(&name).await {
+            Ok(stream) => Ok(stream),
+            Err(_) => Err(EngineError::js(url, format!("creating {what}"), e)),
+        },
+    }
+}
+
 /// Open the bucket `bucket`, creating its stream when missing (2.9-safe).
 pub(crate) async fn open_bucket(
     js: &async_nats::jetstream::Context,
@@ -252,9 +271,7 @@ pub(crate) async fn open_bucket(
         num_replicas: 1,
         ..Default::default()
     };
-    js.get_or_create_stream(config)
-        .await
-        .map_err(|e| EngineError::js(url, format!("creating the stream of bucket {bucket}"), e))?;
+    stream_for(js, url, config, &format!("the stream of bucket {bucket}")).await?;
     js.get_key_value(bucket)
         .await
         .map_err(|e| EngineError::js(url, format!("opening the key-value bucket {bucket}"), e))

@@ -111,11 +111,13 @@ impl Tickets {
             storage: StorageType::File,
             ..Default::default()
         };
-        let stream = engine
-            .jetstream()
-            .get_or_create_stream(config)
-            .await
-            .map_err(|e| EngineError::js(engine.url(), format!("creating the stream {name}"), e))?;
+        let stream = crate::tasks::stream_for(
+            engine.jetstream(),
+            engine.url(),
+            config,
+            &format!("the stream {name}"),
+        )
+        .await?;
         Ok(Tickets {
             engine: engine.clone(),
             stream,

@@ -99,7 +99,7 @@ impl Repo {
 
     /// `reference` is a full ref name git accepts (`refs/…`, checked by
     /// `git check-ref-format`); anything else is refused before use.
-    fn check_ref_name(&self, reference: &str) -> Result<()> {
+    pub(crate) fn check_ref_name(&self, reference: &str) -> Result<()> {
         let ok = reference.starts_with("refs/")
             && self.git().args(["check-ref-format", reference]).test()?;
         if ok {

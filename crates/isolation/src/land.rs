@@ -223,6 +223,35 @@ impl Integration {
         check: &mut dyn FnMut(&Integration, &str) -> Result<Verdict>,
     ) -> Result<Landing> {
         self.check_task_worktree(wt, task)?;
+        let task_ref = format!("refs/heads/{}", wt.branch);
+        self.land_reference(&task_ref, &wt.branch, task, check)
+    }
+
+    /// The merge queue for work that did not come from a worktree of this
+    /// repository: `reference` (a full ref name, `refs/…`) holds the task's
+    /// commits, made from some earlier integration tip (an attempt that ran
+    /// on another host and came back as a bundle). Lands as
+    /// [`Integration::land_checked`] does; `label` names the work in the
+    /// merge commit's subject.
+    pub fn land_ref(
+        &self,
+        reference: &str,
+        label: &str,
+        task: &str,
+        check: &mut dyn FnMut(&Integration, &str) -> Result<Verdict>,
+    ) -> Result<Landing> {
+        self.repo.check_ref_name(reference)?;
+        crate::ids::check_id("task", task)?;
+        self.land_reference(reference, label, task, check)
+    }
+
+    fn land_reference(
+        &self,
+        task_ref: &str,
+        label: &str,
+        task: &str,
+        check: &mut dyn FnMut(&Integration, &str) -> Result<Verdict>,
+    ) -> Result<Landing> {
         let _guard = lock(&self.state_dir.join(LAND_LOCK))?;
         let integration = self.reference();
         // A process killed inside `git update-ref` leaves the ref's lock
@@ -232,18 +261,16 @@ impl Integration {
         if stale.is_file() {
             std::fs::remove_file(&stale).map_err(|e| IsolationError::io("removing", &stale, e))?;
         }
-        let task_ref = format!("refs/heads/{}", wt.branch);
         for _ in 0..MAX_TRIES {
             let tip = self.tip()?;
             if let Some(commit) = self.merged_tasks()?.remove(task) {
                 return Ok(Landing::AlreadyMerged { commit });
             }
-            let head = self.repo.must_resolve(&task_ref)?;
+            let head = self.repo.must_resolve(task_ref)?;
             if self.repo.is_ancestor(&head, &tip)? {
                 return Ok(Landing::NothingToLand);
             }
-            let message =
-                self.with_trailer(&format!("wavecrew: land task {task} ({})", wt.branch), task);
+            let message = self.with_trailer(&format!("wavecrew: land task {task} ({label})"), task);
             let (new, landing): (String, fn(String) -> Landing) =
                 if self.repo.is_ancestor(&tip, &head)? {
                     if self.carries_trailer(&head, task)? {

@@ -576,7 +576,7 @@ impl Verify {
 
     /// Run it in `dir`: pass when it exits 0; otherwise fail with how it
     /// ended and its output.
-    async fn run(&self, dir: &Path) -> Verdict {
+    pub async fn run(&self, dir: &Path) -> Verdict {
         let Some((program, args)) = self.argv.split_first() else {
             return Verdict::Pass;
         };

@@ -40,8 +40,8 @@ pub(crate) enum Note {
     },
     /// A worker crashed; its task went back to pending.
     Crashed { task: TaskId, crashes: u32 },
-    /// A worker process ended.
-    Exited { pid: u32 },
+    /// A worker process (pid 0: a remote worker) of a task ended.
+    Exited { task: TaskId, pid: u32 },
     /// A task reached a final state.
     Finished { task: TaskId, status: TaskStatus },
     /// A pending task is skipped because `cause` failed.
@@ -155,9 +155,14 @@ impl<B: MessageBus> State<B> {
                 data.insert("task_id".into(), json!(task.as_str()));
                 data.insert("role".into(), json!(role));
                 data.insert("pid".into(), json!(pid));
+                let worker = if pid == 0 {
+                    "a ticket for a remote worker".to_owned()
+                } else {
+                    format!("worker (pid {pid})")
+                };
                 self.record(
                     "task_unblocked",
-                    &format!("{} ready → {role} worker (pid {pid})", task.as_str()),
+                    &format!("{} ready → {role} {worker}", task.as_str()),
                     data,
                 );
                 (self.on_progress)(&Progress::Spawned { task, role, pid });
@@ -165,9 +170,10 @@ impl<B: MessageBus> State<B> {
             Note::Crashed { task, crashes } => {
                 (self.on_progress)(&Progress::Crashed { task, crashes });
             }
-            Note::Exited { pid } => {
+            Note::Exited { task, pid } => {
                 self.valid.session.active_workers.retain(|a| {
                     a.get("pid").and_then(serde_json::Value::as_u64) != Some(u64::from(pid))
+                        || a.get("task").and_then(serde_json::Value::as_str) != Some(task.as_str())
                 });
                 self.dirty = true;
             }

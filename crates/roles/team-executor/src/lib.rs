@@ -28,5 +28,5 @@ pub mod report;
 pub mod validate;
 
 pub use finish::Finished;
-pub use orchestrate::{FailurePolicy, Progress, RunEnd, Team, TeamOptions};
+pub use orchestrate::{FailurePolicy, Progress, RemoteWorkers, RunEnd, Team, TeamOptions};
 pub use validate::{SessionInvalid, ValidSession, check_graph, validate};

@@ -67,6 +67,23 @@ pub struct TeamOptions {
     pub bin_dir: Option<PathBuf>,
     /// How often the bus is followed and an adopted worker's pid checked.
     pub poll: Duration,
+    /// Run every task's worker elsewhere (`wavecrew run --engine`: hosts
+    /// taking tickets) instead of as a local process.
+    pub remote: Option<Arc<dyn RemoteWorkers>>,
+}
+
+/// Workers that run elsewhere: on other hosts, through an engine. The
+/// orchestrator schedules as always; for each task it calls
+/// [`RemoteWorkers::run`] where it would start a process, and reads the
+/// task from its store when that returns.
+#[async_trait::async_trait]
+pub trait RemoteWorkers: Send + Sync + std::fmt::Debug {
+    /// Run `task` (of role `role`) to its end, and bring that end (state,
+    /// result, the attempt's files and records, its merge) into the local
+    /// session before returning. A task still not ended in the local store
+    /// afterwards counts as a crash. `Err`: it could not be run at all (the
+    /// task fails with that message).
+    async fn run(&self, task: &Task, role: &str) -> Result<(), String>;
 }
 
 impl Default for TeamOptions {
@@ -80,6 +97,7 @@ impl Default for TeamOptions {
             config: wavecrew_backends::Config::default(),
             bin_dir: None,
             poll: Duration::from_millis(50),
+            remote: None,
         }
     }
 }
@@ -670,6 +688,7 @@ impl<B: MessageBus + 'static> Team<B> {
             interruption: Arc::clone(&self.interruption),
             crash_retries: self.options.crash_retries,
             poll: self.options.poll,
+            remote: self.options.remote.clone(),
         });
         loop {
             let dag = Dag::build(self.nodes(&tasks, &measured), &BuildOptions::default()).map_err(
@@ -815,6 +834,7 @@ struct WorkerRunner<B: MessageBus + 'static> {
     interruption: Interruption,
     crash_retries: u32,
     poll: Duration,
+    remote: Option<Arc<dyn RemoteWorkers>>,
 }
 
 impl<B: MessageBus + 'static> WorkerRunner<B> {
@@ -930,6 +950,12 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 }
                 continue;
             }
+            if let Some(remote) = &self.remote {
+                if let Some(outcome) = self.run_remote(&**remote, &task, &mut crashes).await? {
+                    return Ok(outcome);
+                }
+                continue;
+            }
             let launcher = self.launcher.clone();
             let to_start = task.clone();
             let started = blocking(move || launcher.spawn(&to_start, false)).await;
@@ -946,7 +972,10 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 pid,
             });
             let exit = started.child.wait().await;
-            let _ = self.notes.send(Note::Exited { pid });
+            let _ = self.notes.send(Note::Exited {
+                task: id.clone(),
+                pid,
+            });
             match exit {
                 // Exit 3: the worker's environment interrupted it (a full
                 // disk): stop starting work, keep the task for a resume.
@@ -972,6 +1001,41 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 }
             }
         }
+    }
+
+    /// One remote run of `task`: its outcome once it ended, or None after
+    /// a crash that leaves it for another try.
+    async fn run_remote(
+        &self,
+        remote: &dyn RemoteWorkers,
+        task: &Task,
+        crashes: &mut u32,
+    ) -> wavecrew_core::Result<Option<RunOutcome>> {
+        let id = &task.id;
+        let Some((role, _)) = self.launcher.role_of(task) else {
+            let e = std::io::Error::other(format!("no role takes {}", id.as_str()));
+            return self.could_not_start(task, &e).await.map(Some);
+        };
+        let _ = self.notes.send(Note::Spawned {
+            task: id.clone(),
+            role: role.clone(),
+            pid: 0,
+        });
+        let ran = remote.run(task, &role).await;
+        let _ = self.notes.send(Note::Exited {
+            task: id.clone(),
+            pid: 0,
+        });
+        if let Err(e) = ran {
+            let e = std::io::Error::other(e);
+            return self.could_not_start(task, &e).await.map(Some);
+        }
+        let after = self.get(id).await?;
+        if let Some(outcome) = self.ended(&after) {
+            return Ok(Some(outcome));
+        }
+        *crashes += 1;
+        self.crashed(id, *crashes).await
     }
 
     /// Record that `id`'s worker was interrupted, with the last thing its

@@ -1,0 +1,603 @@
+//! [`Coordinator`]: `wavecrew run --engine`, the orchestrator's remote
+//! workers.
+//!
+//! At the start it announces the session ([`Registry`]), publishes the
+//! integration branch ([`RepoChannel::publish`]) and the [`SessionKit`], and
+//! starts the [`Mirror`] (the bus stream into `messages.jsonl`). Then, for
+//! every task the scheduler starts, [`Coordinator::run`]:
+//!
+//! 1. puts the task in the KV store if it is not there (tasks made during
+//!    the run, a consensus revision, join as they are dispatched);
+//! 2. publishes a ticket `<task>:<attempts + 1>` for its role (an id the
+//!    stream de-duplicates, so a resumed coordinator publishes nothing
+//!    twice) and polls the task's KV entry; a lease left silent for twice
+//!    `ack_wait` (a ticket that ran out of deliveries) is released here, and
+//!    the task ticketed again;
+//! 3. when the entry has ended, brings the attempt home: the
+//!    [`AttemptPack`]'s files into the session folder (`outcome.json` with
+//!    its host), its records to the bus stream with ids
+//!    `<task>:<attempt>:<n>` (mirrored once), then the attempt's commits
+//!    ([`RepoChannel::take_attempt`]) through the merge queue
+//!    ([`Integration::land_ref`], with `[integration] verify`), and the new
+//!    tip published for the hosts; a conflict or a rejected merge sends the
+//!    task out once more on the new tip, a second one blocks it;
+//! 4. writes the end into the local task store, where the orchestrator
+//!    reads it.
+//!
+//! Everything it does is idempotent on the KV state and the session
+//! folder, so a killed coordinator resumes with `wavecrew run` again.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use wavecrew_core::store::LeasePolicy;
+use wavecrew_core::{CoreError, NewMessage, Task, TaskStatus, TaskStore};
+use wavecrew_engine_nats::{
+    Engine, Mirror, NatsBus, NatsTaskStore, Objects, Registry, RepoChannel, SessionCard,
+    SessionState, TicketPolicy, Tickets,
+};
+use wavecrew_isolation::{Integration, Landing, Verdict};
+use wavecrew_role_kit::workspace::Verify;
+
+use crate::error::{FleetError, Result};
+use crate::kit::{AttemptPack, SessionKit};
+
+/// How the coordinator talks to its hosts.
+#[derive(Debug, Clone)]
+pub struct CoordinatorOptions {
+    /// The server (`nats://…`, `tls://…`).
+    pub url: String,
+    /// The credentials file.
+    pub credentials: Option<PathBuf>,
+    /// How long a ticket stays with a silent host.
+    pub ack_wait: Duration,
+    /// How often a dispatched task's KV entry is read.
+    pub poll: Duration,
+}
+
+/// What the coordinator needs of the session it runs.
+#[derive(Debug, Clone)]
+pub struct CoordinatedSession {
+    /// The session folder.
+    pub dir: PathBuf,
+    /// The project root.
+    pub root: PathBuf,
+    /// The session id.
+    pub session_id: String,
+    /// The session's roles.
+    pub roles: Vec<wavecrew_core::RoleEntry>,
+    /// The configuration file the run read (it travels in the kit).
+    pub config_file: Option<PathBuf>,
+}
+
+/// The coordinator of one session.
+pub struct Coordinator {
+    engine: Engine,
+    kv: NatsTaskStore,
+    local: Arc<dyn TaskStore>,
+    bus: Arc<wavecrew_msgbus::Bus>,
+    remote_bus: NatsBus,
+    tickets: Tickets,
+    repo: RepoChannel,
+    objects: Objects,
+    registry: Registry,
+    card: SessionCard,
+    integration: Integration,
+    verify: Option<Verify>,
+    session_dir: PathBuf,
+    scratch: PathBuf,
+    options: CoordinatorOptions,
+    /// One landing and publish at a time.
+    landing: tokio::sync::Mutex<()>,
+    mirror_stop: tokio::sync::watch::Sender<bool>,
+    mirror: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Coordinator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Coordinator")
+            .field("url", &self.engine.url())
+            .field("session", &self.card.session)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Run blocking work (the synchronous stores, git) off the async threads.
+pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(v) => v,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+/// The ref a host sends attempt `attempt` of `task` from.
+pub(crate) fn attempt_branch(task: &str, attempt: u32) -> String {
+    format!("refs/heads/wavecrew-attempt/{task}/{attempt}")
+}
+
+/// Whether a task state is an end.
+pub(crate) fn ended(status: TaskStatus) -> bool {
+    matches!(
+        status,
+        TaskStatus::Completed | TaskStatus::Failed | TaskStatus::Blocked | TaskStatus::Skipped
+    )
+}
+
+impl Coordinator {
+    /// Connect, announce the session, publish the repository and the kit,
+    /// start the mirror. `local` and `bus` are the session's own task store
+    /// and bus (where the orchestrator reads).
+    pub async fn start(
+        options: CoordinatorOptions,
+        session: &CoordinatedSession,
+        local: Arc<dyn TaskStore>,
+        bus: Arc<wavecrew_msgbus::Bus>,
+    ) -> Result<Arc<Coordinator>> {
+        let engine = Engine::connect(
+            &options.url,
+            options.credentials.as_deref(),
+            &session.session_id,
+        )
+        .await?;
+        let kv = {
+            let engine = engine.clone();
+            blocking(move || NatsTaskStore::open(&engine)).await?
+        };
+        let opened = {
+            let spec_dir = session.dir.clone();
+            let config = session.config_file.clone();
+            blocking(move || {
+                wavecrew_role_kit::session::RoleSession::open(
+                    &wavecrew_role_kit::session::OpenSpec {
+                        config: config.as_deref(),
+                        ..wavecrew_role_kit::session::OpenSpec::session(&spec_dir)
+                    },
+                )
+            })
+            .await
+            .map_err(|e| FleetError::Invalid {
+                what: session.dir.display().to_string(),
+                message: e.to_string(),
+            })?
+        };
+        let integration = {
+            let ctx = opened.ctx.clone();
+            blocking(move || ctx.integration()).await
+        }
+        .map_err(|e| FleetError::Invalid {
+            what: "the integration branch".into(),
+            message: e.to_string(),
+        })?
+        .ok_or_else(|| FleetError::Invalid {
+            what: "[isolation] mode".into(),
+            message: "a session on several hosts needs `worktree` (each attempt runs in a worktree of its host's copy and lands through the merge queue); `in-place` was set".into(),
+        })?;
+        let verify = opened.ctx.verify();
+        let scratch = session.dir.join("fleet").join("scratch");
+        std::fs::create_dir_all(&scratch).map_err(|e| FleetError::io("creating", &scratch, e))?;
+        let repo = RepoChannel::open(&engine).await?;
+        repo.publish(integration.repo(), &integration.reference(), &scratch)
+            .await?;
+        let objects = Objects::open(&engine).await?;
+        let kit = {
+            let s = session.clone();
+            blocking(move || {
+                SessionKit::collect(
+                    &s.root,
+                    &s.dir,
+                    &s.session_id,
+                    s.roles,
+                    s.config_file.as_deref(),
+                )
+            })
+            .await?
+        };
+        kit.upload(&objects, &scratch).await?;
+        let tickets = Tickets::open(
+            &engine,
+            TicketPolicy {
+                ack_wait: options.ack_wait,
+                ..TicketPolicy::default()
+            },
+        )
+        .await?;
+        let (file_bus, _) = wavecrew_msgbus::Bus::open(
+            &session.root,
+            &session.session_id,
+            wavecrew_msgbus::KeyUse::Write,
+            wavecrew_msgbus::Durability::Batch,
+        )
+        .map_err(|e| FleetError::Invalid {
+            what: "the session's bus".into(),
+            message: e.to_string(),
+        })?;
+        let mirror = Mirror::open(&engine, file_bus).await?;
+        let remote_bus = NatsBus::open(&engine).await?;
+        let registry = Registry::open(&engine).await?;
+        let card = SessionCard {
+            session: session.session_id.clone(),
+            roles: session
+                .roles
+                .iter()
+                .map(|r| r.name.as_str().to_owned())
+                .collect(),
+            coordinator: wavecrew_core::store::this_host(),
+            ack_wait_secs: options.ack_wait.as_secs(),
+            state: SessionState::Running,
+        };
+        registry.announce(&card).await?;
+        let (mirror_stop, stop) = tokio::sync::watch::channel(false);
+        let coordinator = Arc::new(Coordinator {
+            engine,
+            kv,
+            local,
+            bus,
+            remote_bus,
+            tickets,
+            repo,
+            objects,
+            registry,
+            card,
+            integration,
+            verify,
+            session_dir: session.dir.clone(),
+            scratch,
+            options,
+            landing: tokio::sync::Mutex::new(()),
+            mirror_stop,
+            mirror: std::sync::Mutex::new(None),
+        });
+        let handle = tokio::spawn(mirror_loop(mirror, stop));
+        *coordinator
+            .mirror
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+        Ok(coordinator)
+    }
+
+    /// The server URL.
+    pub fn url(&self) -> &str {
+        self.engine.url()
+    }
+
+    /// After the run: the mirror catches up and stops, the session is
+    /// marked finished (hosts started with `--exit-when-done` leave).
+    pub async fn finish(&self) -> Result<()> {
+        let _ = self.mirror_stop.send(true);
+        let handle = self
+            .mirror
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        if let Some(handle) = handle {
+            let _ = handle.await;
+        }
+        let card = SessionCard {
+            state: SessionState::Finished,
+            ..self.card.clone()
+        };
+        self.registry.announce(&card).await?;
+        Ok(())
+    }
+
+    async fn kv_get(&self, task: &Task) -> Result<Task> {
+        let (kv, local) = (self.kv.clone(), task.clone());
+        blocking(move || match kv.get(&local.id) {
+            Ok(t) => Ok(t),
+            Err(CoreError::TaskNotFound { .. }) => {
+                let id = local.id.clone();
+                let mut fresh = local;
+                if fresh.status == TaskStatus::InProgress {
+                    fresh.status = TaskStatus::Pending;
+                }
+                fresh.lease = None;
+                match kv.create(fresh) {
+                    Ok(t) => Ok(t),
+                    // Created meanwhile by a coordinator before this one.
+                    Err(CoreError::TaskExists { .. }) => kv.get(&id),
+                    Err(e) => Err(e),
+                }
+            }
+            Err(e) => Err(e),
+        })
+        .await
+        .map_err(FleetError::from)
+    }
+
+    async fn run_task(&self, task: &Task, role: &str) -> Result<()> {
+        let id = task.id.clone();
+        let mut published: Option<u32> = None;
+        let mut revised = false;
+        let stall = LeasePolicy {
+            stall_after: self.options.ack_wait * 2,
+        };
+        loop {
+            let current = self.kv_get(task).await?;
+            match current.status {
+                s if ended(s) => match self.bring_home(&current, revised).await? {
+                    Home::Done => return Ok(()),
+                    Home::SendAgain => {
+                        revised = true;
+                        published = None;
+                        continue;
+                    }
+                },
+                TaskStatus::Pending => {
+                    let attempt = current.attempts + 1;
+                    if published != Some(attempt) {
+                        self.tickets.publish(role, &id, attempt).await?;
+                        published = Some(attempt);
+                    }
+                }
+                _ => {
+                    let lease_silent = current
+                        .lease
+                        .as_ref()
+                        .is_none_or(|l| stall.is_expired(l, jiff::Timestamp::now()));
+                    if lease_silent {
+                        let kv = self.kv.clone();
+                        let id = id.clone();
+                        blocking(move || {
+                            kv.update(&id, &mut |t| {
+                                wavecrew_core::store::release_if_expired(
+                                    t,
+                                    &stall,
+                                    jiff::Timestamp::now(),
+                                );
+                                Ok(())
+                            })
+                        })
+                        .await?;
+                        continue;
+                    }
+                }
+            }
+            tokio::time::sleep(self.options.poll).await;
+        }
+    }
+
+    /// The attempt that ended `current` (in KV), brought into the session.
+    async fn bring_home(&self, current: &Task, revised: bool) -> Result<Home> {
+        let id = current.id.as_str().to_owned();
+        let remote = current
+            .result
+            .as_ref()
+            .and_then(|r| r.get("remote"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let host = remote
+            .get("host")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        let attempt = current.attempts;
+        let mut status = current.status;
+        let mut result = current.result.clone().unwrap_or_else(|| json!({}));
+        if let Some(pack_name) = remote.get("pack").and_then(Value::as_str) {
+            let marker = self
+                .session_dir
+                .join("fleet")
+                .join("received")
+                .join(format!("{id}-{attempt}"));
+            if !marker.exists() {
+                let pack = AttemptPack::download(&self.objects, pack_name, &self.scratch).await?;
+                {
+                    let (pack, dir) = (pack.clone(), self.session_dir.clone());
+                    blocking(move || pack.write_files(&dir)).await?;
+                }
+                for (n, message) in pack.messages().into_iter().enumerate() {
+                    self.remote_bus
+                        .publish_once(message, &format!("{id}:{attempt}:{n}"))
+                        .await?;
+                }
+                write_marker(&marker)?;
+            }
+        }
+        let commit = remote
+            .get("commit")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        if status == TaskStatus::Completed
+            && let Some(commit) = commit
+        {
+            match self.land(&id, attempt, &host, &commit).await? {
+                Landed::Commit(merge) => {
+                    if let Some(map) = result.as_object_mut() {
+                        map.insert("merge_commit".into(), json!(merge));
+                    }
+                    self.record(
+                        "task_merged",
+                        &format!(
+                            "{id} merged into {} at {}",
+                            self.integration.branch(),
+                            merge.get(..10).unwrap_or(&merge)
+                        ),
+                        &id,
+                        json!({"merge_commit": merge, "host": host,
+                               "integration_branch": self.integration.branch()}),
+                    );
+                }
+                Landed::Nothing => {}
+                Landed::Refused { kind, error } if !revised => {
+                    self.record(
+                        kind,
+                        &format!("{id}: {error}: one revision on the new tip"),
+                        &id,
+                        json!({"host": host, "revision": true}),
+                    );
+                    let kv = self.kv.clone();
+                    let tid = current.id.clone();
+                    blocking(move || {
+                        kv.update(&tid, &mut |t| {
+                            t.status = TaskStatus::Pending;
+                            t.lease = None;
+                            Ok(())
+                        })
+                    })
+                    .await?;
+                    return Ok(Home::SendAgain);
+                }
+                Landed::Refused { kind, error } => {
+                    self.record(
+                        kind,
+                        &format!("{id}: {error}: blocked"),
+                        &id,
+                        json!({"host": host}),
+                    );
+                    status = TaskStatus::Blocked;
+                    if let Some(map) = result.as_object_mut() {
+                        map.insert("error".into(), json!(error));
+                    }
+                }
+            }
+        }
+        let (local, tid) = (Arc::clone(&self.local), current.id.clone());
+        let attempts = current.attempts;
+        blocking(move || {
+            local.update(&tid, &mut |t| {
+                t.status = status;
+                t.result = Some(result.clone());
+                t.attempts = attempts;
+                t.lease = None;
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(Home::Done)
+    }
+
+    /// Take attempt `attempt` of `task` into a ref and land it.
+    async fn land(&self, task: &str, attempt: u32, host: &str, _commit: &str) -> Result<Landed> {
+        let _one = self.landing.lock().await;
+        let dest = format!("refs/wavecrew-remote/{task}/{attempt}");
+        self.repo
+            .take_attempt(
+                self.integration.repo(),
+                task,
+                attempt,
+                &attempt_branch(task, attempt),
+                &dest,
+                &self.scratch,
+            )
+            .await?;
+        let (integration, verify) = (self.integration.clone(), self.verify.clone());
+        let (task_owned, label) = (task.to_owned(), format!("attempt {attempt} on {host}"));
+        let runtime = tokio::runtime::Handle::current();
+        let landing = blocking(move || {
+            let mut check = |i: &Integration, candidate: &str| {
+                let Some(verify) = &verify else {
+                    return Ok(Verdict::Pass);
+                };
+                let wt = i.candidate_worktree(candidate, &verify.copy)?;
+                Ok(runtime.block_on(verify.run(&wt.path)))
+            };
+            integration.land_ref(&dest, &label, &task_owned, &mut check)
+        })
+        .await?;
+        let landed = match landing {
+            Landing::FastForward { commit } | Landing::Merged { commit } => {
+                self.repo
+                    .publish(
+                        self.integration.repo(),
+                        &self.integration.reference(),
+                        &self.scratch,
+                    )
+                    .await?;
+                Landed::Commit(commit)
+            }
+            Landing::AlreadyMerged { commit } => {
+                // A resumed coordinator: the tip may not be published yet.
+                self.repo
+                    .publish(
+                        self.integration.repo(),
+                        &self.integration.reference(),
+                        &self.scratch,
+                    )
+                    .await?;
+                Landed::Commit(commit)
+            }
+            Landing::NothingToLand => Landed::Nothing,
+            Landing::Conflict { files, .. } => Landed::Refused {
+                kind: "merge_conflict",
+                error: format!("conflicts with landed work in {}", files.join(", ")),
+            },
+            Landing::Rejected { output, .. } => Landed::Refused {
+                kind: "merge_rejected",
+                error: format!(
+                    "[integration] verify failed on the merged result: {}",
+                    output.lines().last().unwrap_or_default()
+                ),
+            },
+        };
+        Ok(landed)
+    }
+
+    /// A record of the coordinator on the session's bus.
+    fn record(&self, kind: &str, summary: &str, task: &str, extra: Value) {
+        let mut data = Map::new();
+        data.insert("task_id".into(), json!(task));
+        if let Value::Object(extra) = extra {
+            data.extend(extra);
+        }
+        let logged = self.bus.log(NewMessage {
+            from: "executor".into(),
+            to: Some("coordinator".into()),
+            kind: Some(kind.into()),
+            summary: Some(format!("[executor] {summary}")),
+            data: Some(data),
+            reference: None,
+        });
+        if let Err(e) = logged {
+            tracing::error!("message bus: {e}");
+        }
+    }
+}
+
+/// What landing an attempt did.
+enum Landed {
+    Commit(String),
+    Nothing,
+    Refused { kind: &'static str, error: String },
+}
+
+/// What bringing an attempt home asks for next.
+enum Home {
+    Done,
+    SendAgain,
+}
+
+fn write_marker(marker: &Path) -> Result<()> {
+    if let Some(parent) = marker.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| FleetError::io("creating", parent, e))?;
+    }
+    wavecrew_core::fsutil::write_atomic(marker, b"").map_err(FleetError::Core)
+}
+
+async fn mirror_loop(mut mirror: Mirror, mut stop: tokio::sync::watch::Receiver<bool>) {
+    loop {
+        if *stop.borrow() {
+            break;
+        }
+        tokio::select! {
+            polled = mirror.poll(Duration::from_millis(200)) => {
+                if let Err(e) = polled {
+                    tracing::error!("the bus mirror: {e}");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+            _ = stop.changed() => {}
+        }
+    }
+    if let Err(e) = mirror.catch_up().await {
+        tracing::error!("the bus mirror: {e}");
+    }
+}
+
+#[async_trait::async_trait]
+impl wavecrew_role_team::RemoteWorkers for Coordinator {
+    async fn run(&self, task: &Task, role: &str) -> std::result::Result<(), String> {
+        self.run_task(task, role).await.map_err(|e| e.to_string())
+    }
+}
