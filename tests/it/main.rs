@@ -22,6 +22,7 @@ mod prompts;
 mod real_agents;
 mod report;
 mod roadmap;
+mod scale_out;
 mod scripted;
 mod session_text;
 mod taskfile;

@@ -383,9 +383,10 @@ impl Coordinator {
                 .join(format!("{id}-{attempt}"));
             if !marker.exists() {
                 let pack = AttemptPack::download(&self.objects, pack_name, &self.scratch).await?;
+                let after = self.attempts_before(&id, attempt)?;
                 {
                     let (pack, dir) = (pack.clone(), self.session_dir.clone());
-                    blocking(move || pack.write_files(&dir)).await?;
+                    blocking(move || pack.write_files(&dir, after)).await?;
                 }
                 for (n, message) in pack.messages().into_iter().enumerate() {
                     self.remote_bus
@@ -418,6 +419,11 @@ impl Coordinator {
                         json!({"merge_commit": merge, "host": host,
                                "integration_branch": self.integration.branch()}),
                     );
+                }
+                Landed::Before(merge) => {
+                    if let Some(map) = result.as_object_mut() {
+                        map.insert("merge_commit".into(), json!(merge));
+                    }
                 }
                 Landed::Nothing => {}
                 Landed::Refused { kind, error } if !revised => {
@@ -468,6 +474,33 @@ impl Coordinator {
         Ok(Home::Done)
     }
 
+    /// How many attempt folders the session held for `task` before
+    /// attempt `attempt` came home: counted once and kept in
+    /// `fleet/receiving/<task>-<attempt>`, so a coordinator killed while
+    /// writing the attempt's files writes them to the same folders again.
+    fn attempts_before(&self, task: &str, attempt: u32) -> Result<u32> {
+        let note = self
+            .session_dir
+            .join("fleet")
+            .join("receiving")
+            .join(format!("{task}-{attempt}"));
+        if let Ok(text) = std::fs::read_to_string(&note)
+            && let Ok(n) = text.trim().parse()
+        {
+            return Ok(n);
+        }
+        let dir = self.session_dir.join("attempts").join(task);
+        let n = wavecrew_backends::attempts::existing_attempts(&dir)
+            .last()
+            .copied()
+            .unwrap_or(0);
+        if let Some(parent) = note.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| FleetError::io("creating", parent, e))?;
+        }
+        wavecrew_core::fsutil::write_atomic(&note, n.to_string().as_bytes())?;
+        Ok(n)
+    }
+
     /// Take attempt `attempt` of `task` into a ref and land it.
     async fn land(&self, task: &str, attempt: u32, host: &str, _commit: &str) -> Result<Landed> {
         let _one = self.landing.lock().await;
@@ -508,7 +541,8 @@ impl Coordinator {
                 Landed::Commit(commit)
             }
             Landing::AlreadyMerged { commit } => {
-                // A resumed coordinator: the tip may not be published yet.
+                // A resumed coordinator: the tip may not be published yet,
+                // and the landing was recorded before.
                 self.repo
                     .publish(
                         self.integration.repo(),
@@ -516,7 +550,7 @@ impl Coordinator {
                         &self.scratch,
                     )
                     .await?;
-                Landed::Commit(commit)
+                Landed::Before(commit)
             }
             Landing::NothingToLand => Landed::Nothing,
             Landing::Conflict { files, .. } => Landed::Refused {
@@ -558,6 +592,7 @@ impl Coordinator {
 /// What landing an attempt did.
 enum Landed {
     Commit(String),
+    Before(String),
     Nothing,
     Refused { kind: &'static str, error: String },
 }

@@ -244,12 +244,12 @@ impl HostAgent {
                     }
                 }
                 () = tokio::time::sleep(Duration::from_secs(1)) => {
+                    // A card that cannot be read (the server is out of
+                    // reach) says nothing: keep serving.
                     let finished = registry
                         .card(&session)
                         .await
-                        .ok()
-                        .flatten()
-                        .is_none_or(|c| c.state == SessionState::Finished);
+                        .is_ok_and(|c| c.is_none_or(|c| c.state == SessionState::Finished));
                     if finished {
                         served.done.store(true, Ordering::SeqCst);
                     }

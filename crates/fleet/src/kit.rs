@@ -193,10 +193,20 @@ impl AttemptPack {
     }
 
     /// Write the files into `session_dir`, each atomically; `outcome.json`
-    /// files gain the host.
-    pub fn write_files(&self, session_dir: &Path) -> Result<()> {
+    /// files gain the host. The host numbered its attempt folders from 1
+    /// (`attempts/<task>/<k>/`): here they follow the `after` folders the
+    /// session already holds for the task.
+    pub fn write_files(&self, session_dir: &Path, after: u32) -> Result<()> {
+        let prefix = format!("attempts/{}/", self.task);
         for (rel, text) in &self.files {
-            let path = session_dir.join(checked_rel(rel)?);
+            let rel = match rel.strip_prefix(&prefix).and_then(|r| r.split_once('/')) {
+                Some((k, rest)) => match k.parse::<u32>() {
+                    Ok(k) => format!("{prefix}{}/{rest}", k + after),
+                    Err(_) => rel.clone(),
+                },
+                None => rel.clone(),
+            };
+            let path = session_dir.join(checked_rel(&rel)?);
             let bytes = if rel.ends_with("/outcome.json") {
                 with_host(text, &self.host)
             } else {
@@ -391,6 +401,30 @@ mod tests {
 
     #[test]
     fn outcome_files_gain_the_host() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pack = AttemptPack {
+            task: "IMPL-001".into(),
+            attempt: 2,
+            host: "host-b".into(),
+            status: TaskStatus::Completed,
+            commit: None,
+            files: [
+                ("attempts/IMPL-001/1/outcome.json", "{}"),
+                ("attempts/IMPL-001/2/prompt.md", "p"),
+                ("workers/IMPL-001.log", "log"),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+            records: Vec::new(),
+        };
+        pack.write_files(tmp.path(), 3).unwrap();
+        let dir = tmp.path().join("attempts/IMPL-001");
+        let outcome: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("4/outcome.json")).unwrap()).unwrap();
+        assert_eq!(outcome["host"], "host-b");
+        assert!(dir.join("5/prompt.md").is_file());
+        assert!(tmp.path().join("workers/IMPL-001.log").is_file());
         let out = with_host(r#"{"outcome":"success"}"#, "host-b");
         let v: Value = serde_json::from_slice(&out).unwrap();
         assert_eq!(v["host"], "host-b");

@@ -1,0 +1,366 @@
+//! One session over several hosts (`wavecrew run --engine`, `wavecrew
+//! worker`), on simulated hosts (`hosts`): network namespaces on a bridge
+//! with a real nats-server, each host with its own hostname and private
+//! disk. The coordinator runs on `h1`; workers on `h2`, `h3`, `h4`. One
+//! worker host is SIGKILLed mid-run, another cut off from the network for
+//! longer than a ticket's `ack_wait`, and the coordinator SIGKILLed and
+//! started again: every task still completes once, lands once, and the
+//! session's `messages.jsonl` holds every record once.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use wavecrew_core::{FileTaskStore, TaskStatus, TaskStore};
+use wavecrew_testkit::bin_path;
+
+use crate::hosts::{HostProcess, Hosts};
+use crate::team::{SESSION, git, role_file};
+
+/// Tasks in the session: three chains of ten (IMPL-k waits for IMPL-(k-3)).
+const TASKS: usize = 30;
+
+fn task_id(k: usize) -> String {
+    format!("IMPL-{k:03}")
+}
+
+/// A git project with a session of `TASKS` tasks whose scripted agent
+/// writes `out/<task>.txt` after `sleep_ms`.
+fn project(sleep_ms: u64) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let s = root.join(".workflow/.team").join(SESSION);
+    std::fs::create_dir_all(s.join("roles")).unwrap();
+    let graph: serde_json::Map<String, Value> = (1..=TASKS)
+        .map(|k| {
+            let deps: Vec<String> = if k > 3 { vec![task_id(k - 3)] } else { vec![] };
+            (task_id(k), json!({"depends_on": deps, "role": "developer"}))
+        })
+        .collect();
+    let roles = json!([{"name": "developer", "prefix": "IMPL"}]);
+    std::fs::write(
+        s.join("task-analysis.json"),
+        json!({"capabilities": [], "dependency_graph": graph, "roles": roles}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        s.join("team-session.json"),
+        json!({"session_id": SESSION, "task_description": "a pipeline over hosts",
+               "status": "active", "team_name": SESSION,
+               "roles": [{"name": "developer", "prefix": "IMPL", "inner_loop": false,
+                          "role_file": "roles/developer.md"}],
+               "active_workers": [], "completed_tasks": []})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(s.join("roles/developer.md"), role_file("developer")).unwrap();
+    let scenarios: Vec<Value> = (1..=TASKS)
+        .map(|k| {
+            let t = task_id(k);
+            json!({"match": {"task": t}, "steps": [
+                {"sleep_ms": sleep_ms},
+                {"write": {"path": format!("out/{t}.txt"), "content": format!("{t}\n")}},
+                {"say": format!("{t} written")}
+            ]})
+        })
+        .collect();
+    std::fs::write(
+        root.join("agent.json"),
+        json!({"scenarios": scenarios}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("wavecrew.toml"),
+        format!(
+            "[aliases]\nagent = \"demo\"\n\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\n\
+             script = \"agent.json\"\nformat = \"codex\"\n\n[routing]\nmax_retries = 0\n\
+             fallback = []\nbackoff_ms = 1\n\n[limits]\nmax_parallel = 6\n\n\
+             [engine]\nack_wait_secs = 3\n",
+            bin_path("wavecrew-scripted-agent").display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::write(root.join(".gitignore"), ".workflow/\n").unwrap();
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "the project"]);
+    tmp
+}
+
+fn wavecrew(args: &[&str]) -> Command {
+    let mut c = Command::new(bin_path("wavecrew"));
+    c.args(args);
+    c
+}
+
+/// Start a worker on `host`.
+fn worker(hosts: &Hosts, host: &str) -> HostProcess {
+    let data = hosts.disk(host).join("wavecrew");
+    let url = hosts.url();
+    hosts
+        .spawn(
+            host,
+            wavecrew(&[
+                "worker",
+                "--engine",
+                &url,
+                "--slots",
+                "2",
+                "--host-id",
+                host,
+                "--data-dir",
+                data.to_str().unwrap(),
+                "--exit-when-done",
+            ]),
+        )
+        .expect("the worker starts")
+}
+
+/// The session's bus records.
+fn records(session: &Path) -> Vec<Value> {
+    std::fs::read_to_string(session.join(".msg/messages.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("every line of messages.jsonl is JSON"))
+        .collect()
+}
+
+/// How many records of `kind` each task has.
+fn per_task(records: &[Value], kind: &str) -> BTreeMap<String, usize> {
+    let mut counts = BTreeMap::new();
+    for r in records.iter().filter(|r| r["type"] == kind) {
+        if let Some(t) = r["data"]["task_id"].as_str() {
+            *counts.entry(t.to_owned()).or_default() += 1;
+        }
+    }
+    counts
+}
+
+/// A task `host` is working on now (a worktree of its cache exists).
+fn busy_task(hosts: &Hosts, host: &str) -> Option<String> {
+    let work = hosts.disk(host).join("wavecrew").join(SESSION).join("work");
+    hosts.on_host(host, || {
+        std::fs::read_dir(&work)
+            .ok()?
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .find_map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let mut parts = name.split('-');
+                Some(format!("{}-{}", parts.next()?, parts.next()?))
+            })
+    })
+}
+
+fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator() {
+    let hosts = Hosts::start(4);
+    // Each task takes longer than a ticket's ack_wait (3 s), so a host cut
+    // off mid-task is still at it when its lease goes.
+    let tmp = project(4000);
+    let root = tmp.path();
+    let session = root.join(".workflow/.team").join(SESSION);
+    // Workers first: they wait for the session.
+    let workers: Vec<(String, HostProcess)> = ["h2", "h3", "h4"]
+        .iter()
+        .map(|h| ((*h).to_owned(), worker(&hosts, h)))
+        .collect();
+    wait_for("the workers to wait", Duration::from_secs(30), || {
+        workers
+            .iter()
+            .all(|(_, w)| w.stderr().contains("waiting for a session"))
+    });
+    let url = hosts.url();
+    let coordinator = hosts
+        .spawn(
+            "h1",
+            wavecrew(&["run", session.to_str().unwrap(), "--engine", &url]),
+        )
+        .expect("the coordinator starts");
+
+    // Kill h3 in the middle of a task, once the run is under way.
+    let completed = |n: usize| {
+        let session = session.clone();
+        move || per_task(&records(&session), "task_merged").len() >= n
+    };
+    wait_for("three landings", Duration::from_secs(120), completed(3));
+    let mut killed = None;
+    wait_for("h3 to work on a task", Duration::from_secs(120), || {
+        killed = busy_task(&hosts, "h3");
+        killed.is_some()
+    });
+    hosts.kill_host("h3");
+    // Cut h4 off in the middle of a task, for longer than a ticket stays
+    // with a silent host: the task goes to h2, and h4 must record nothing.
+    let mut cut_off = None;
+    wait_for("h4 to work on a task", Duration::from_secs(120), || {
+        cut_off = busy_task(&hosts, "h4");
+        cut_off.is_some()
+    });
+    hosts.partition("h4");
+    std::thread::sleep(Duration::from_secs(10));
+    hosts.heal("h4");
+    // Kill the coordinator itself; a new one resumes from NATS and the
+    // session folder.
+    let so_far = per_task(&records(&session), "task_merged").len();
+    wait_for(
+        "one more landing",
+        Duration::from_secs(120),
+        completed(so_far + 1),
+    );
+    coordinator.kill().unwrap();
+    let _ = coordinator.wait();
+    assert!(
+        per_task(&records(&session), "task_merged").len() < TASKS,
+        "the coordinator was killed mid-run"
+    );
+    let coordinator = hosts
+        .spawn(
+            "h1",
+            wavecrew(&["run", session.to_str().unwrap(), "--engine", &url]),
+        )
+        .expect("the coordinator starts again");
+
+    let status = coordinator
+        .wait_timeout(Duration::from_secs(300))
+        .expect("waiting for the coordinator")
+        .unwrap_or_else(|| {
+            panic!(
+                "the coordinator did not end\n{}\n{}",
+                coordinator.stderr(),
+                workers
+                    .iter()
+                    .map(|(h, w)| format!("--- {h}\n{}", w.stderr()))
+                    .collect::<String>()
+            )
+        });
+    let logs = || {
+        format!(
+            "--- coordinator\n{}\n{}",
+            coordinator.stderr(),
+            workers
+                .iter()
+                .map(|(h, w)| format!("--- {h}\n{}", w.stderr()))
+                .collect::<String>()
+        )
+    };
+    assert!(status.success(), "{}", logs());
+
+    // Every task completed, each attempt's end recorded once.
+    let tasks = FileTaskStore::for_session(&session).list().unwrap();
+    assert_eq!(tasks.len(), TASKS);
+    for t in &tasks {
+        assert_eq!(t.status, TaskStatus::Completed, "{}: {}", t.id, logs());
+    }
+    let all = records(&session);
+    let expected: BTreeMap<String, usize> = (1..=TASKS).map(|k| (task_id(k), 1)).collect();
+    assert_eq!(per_task(&all, "task_complete"), expected, "{}", logs());
+    assert_eq!(per_task(&all, "task_merged"), expected, "{}", logs());
+    // ccw's log: ids MSG-001.. in order, each record once.
+    for (i, r) in all.iter().enumerate() {
+        assert_eq!(r["id"], format!("MSG-{:03}", i + 1), "{r}");
+        for key in ["ts", "from", "to", "type", "summary"] {
+            assert!(r[key].is_string(), "{key} in {r}");
+        }
+    }
+    let remote = all
+        .iter()
+        .filter(|r| r["data"]["nats_seq"].is_u64())
+        .map(|r| r["data"]["nats_seq"].as_u64().unwrap())
+        .collect::<Vec<_>>();
+    let mut unique = remote.clone();
+    unique.dedup();
+    assert_eq!(remote, unique, "a mirrored record appears twice");
+
+    // One landing per task on the integration branch, every file there.
+    let branch = format!("wavecrew/{SESSION}");
+    let trailers = git(
+        root,
+        &[
+            "log",
+            "--format=%(trailers:key=Wavecrew-Task,valueonly)",
+            &branch,
+        ],
+    );
+    let mut landed: Vec<&str> = trailers.lines().filter(|l| !l.trim().is_empty()).collect();
+    landed.sort_unstable();
+    let want: Vec<String> = (1..=TASKS)
+        .map(|k| format!("{SESSION}/{}", task_id(k)))
+        .collect();
+    assert_eq!(landed, want);
+    for k in 1..=TASKS {
+        let t = task_id(k);
+        assert_eq!(
+            git(root, &["show", &format!("{branch}:out/{t}.txt")]),
+            format!("{t}\n")
+        );
+    }
+    // Every attempt came home with its host; h3 ran something and died.
+    let hosts_seen: std::collections::BTreeSet<String> = tasks
+        .iter()
+        .filter_map(|t| {
+            t.result.as_ref()?["remote"]["host"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect();
+    assert!(
+        hosts_seen
+            .iter()
+            .all(|h| ["h2", "h3", "h4"].contains(&h.as_str())),
+        "{hosts_seen:?}"
+    );
+    for t in &tasks {
+        let dir = session.join("attempts").join(t.id.as_str());
+        let last = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .max()
+            .unwrap();
+        let outcome = dir.join(last.to_string()).join("outcome.json");
+        let outcome: Value = serde_json::from_slice(&std::fs::read(&outcome).unwrap()).unwrap();
+        assert_eq!(
+            outcome["host"],
+            t.result.as_ref().unwrap()["remote"]["host"],
+            "{}",
+            t.id
+        );
+    }
+    // The task h3 died on and the one h4 was cut off from were done again
+    // elsewhere: a later attempt, on another host.
+    for (task, host) in [(killed, "h3"), (cut_off, "h4")] {
+        let task = task.unwrap();
+        let t = tasks.iter().find(|t| t.id.as_str() == task).unwrap();
+        assert!(t.attempts >= 2, "{task} ({host}): {t:?}\n{}", logs());
+        assert_ne!(
+            t.result.as_ref().unwrap()["remote"]["host"],
+            host,
+            "{task}: {}",
+            logs()
+        );
+    }
+    assert!(
+        workers[2].1.stderr().contains("nothing recorded"),
+        "h4 noticed it lost its lease: {}",
+        logs()
+    );
+    // The surviving workers leave when the session is finished.
+    for (host, w) in &workers {
+        if host == "h3" {
+            continue;
+        }
+        let end = w.wait_timeout(Duration::from_secs(30)).unwrap();
+        assert!(end.is_some_and(|s| s.success()), "{host}: {}", w.stderr());
+    }
+}
