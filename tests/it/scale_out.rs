@@ -8,6 +8,7 @@
 //! session's `messages.jsonl` holds every record once.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -231,29 +232,17 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
         )
         .expect("the coordinator starts again");
 
+    let logs = || {
+        let mut text = format!("--- coordinator\n{}", coordinator.stderr());
+        for (h, w) in &workers {
+            let _ = write!(text, "\n--- {h}\n{}", w.stderr());
+        }
+        text
+    };
     let status = coordinator
         .wait_timeout(Duration::from_secs(300))
         .expect("waiting for the coordinator")
-        .unwrap_or_else(|| {
-            panic!(
-                "the coordinator did not end\n{}\n{}",
-                coordinator.stderr(),
-                workers
-                    .iter()
-                    .map(|(h, w)| format!("--- {h}\n{}", w.stderr()))
-                    .collect::<String>()
-            )
-        });
-    let logs = || {
-        format!(
-            "--- coordinator\n{}\n{}",
-            coordinator.stderr(),
-            workers
-                .iter()
-                .map(|(h, w)| format!("--- {h}\n{}", w.stderr()))
-                .collect::<String>()
-        )
-    };
+        .unwrap_or_else(|| panic!("the coordinator did not end\n{}", logs()));
     assert!(status.success(), "{}", logs());
 
     // Every task completed, each attempt's end recorded once.
