@@ -353,3 +353,58 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
         assert!(end.is_some_and(|s| s.success()), "{host}: {}", w.stderr());
     }
 }
+
+#[test]
+fn a_bad_or_unreachable_engine_is_a_clear_error_naming_it() {
+    let tmp = project(0);
+    let root = tmp.path();
+    let session = root.join(".workflow/.team").join(SESSION);
+    let session = session.to_str().unwrap();
+    // Nothing listens on a port just released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let unreachable = format!("nats://127.0.0.1:{port}");
+    for (args, says) in [
+        (
+            vec!["run", session, "--engine", unreachable.as_str()],
+            unreachable.as_str(),
+        ),
+        (
+            vec!["run", session, "--engine", "http://127.0.0.1:4222"],
+            "`http` is not supported",
+        ),
+        (
+            vec!["worker", "--engine", unreachable.as_str(), "--exit-when-done"],
+            unreachable.as_str(),
+        ),
+        (vec!["worker"], "no engine: give --engine"),
+    ] {
+        let o = wavecrew_testkit::run_bin("wavecrew", &args, root);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.render());
+        assert!(o.stderr.contains(says), "{args:?}: {}", o.render());
+        assert!(!o.stderr.contains("panicked"), "{}", o.render());
+    }
+    // Nothing ran: every task is still pending.
+    let tasks = FileTaskStore::for_session(&root.join(".workflow/.team").join(SESSION))
+        .list()
+        .unwrap();
+    assert!(tasks.iter().all(|t| t.status == TaskStatus::Pending));
+    // A configured URL is checked where it is written.
+    let toml = root.join("wavecrew.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(
+        &toml,
+        text.replace("[engine]\n", "[engine]\nurl = \"http://x:4222\"\n"),
+    )
+    .unwrap();
+    let o = wavecrew_testkit::run_bin("wavecrew", &["run", session], root);
+    assert_eq!(o.code, 2, "{}", o.render());
+    assert!(
+        o.stderr.contains("engine.url") && o.stderr.contains("wavecrew.toml"),
+        "{}",
+        o.render()
+    );
+}
