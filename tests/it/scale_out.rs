@@ -344,6 +344,21 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
         "h4 noticed it lost its lease: {}",
         logs()
     );
+    // The reports show where each attempt ran.
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(session.join("reports/run-summary.json")).unwrap())
+            .unwrap();
+    for t in summary["tasks"].as_array().unwrap() {
+        let task = tasks.iter().find(|x| x.id.as_str() == t["id"]).unwrap();
+        let last = t["attempts"].as_array().unwrap().last().unwrap();
+        assert_eq!(
+            last["host"],
+            task.result.as_ref().unwrap()["remote"]["host"],
+            "{t}"
+        );
+    }
+    let markdown = std::fs::read_to_string(session.join("reports/summary.md")).unwrap();
+    assert!(markdown.contains("| demo on h"), "{markdown}");
     // The surviving workers leave when the session is finished.
     for (host, w) in &workers {
         if host == "h3" {
@@ -377,7 +392,12 @@ fn a_bad_or_unreachable_engine_is_a_clear_error_naming_it() {
             "`http` is not supported",
         ),
         (
-            vec!["worker", "--engine", unreachable.as_str(), "--exit-when-done"],
+            vec![
+                "worker",
+                "--engine",
+                unreachable.as_str(),
+                "--exit-when-done",
+            ],
             unreachable.as_str(),
         ),
         (vec!["worker"], "no engine: give --engine"),

@@ -50,6 +50,10 @@ pub struct AttemptInfo {
     /// The governor's record (`governor.json`): when it asked to start,
     /// when it was let start, how long it waited and why.
     pub governor: Option<Value>,
+    /// The host it ran on, for an attempt that ran on another host
+    /// (`wavecrew worker`); absent for one that ran here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// One task, as the reports show it.
@@ -234,6 +238,11 @@ fn attempts_of(session_dir: &Path, id: &TaskId) -> Vec<AttemptInfo> {
                 governor: std::fs::read(folder.join("governor.json"))
                     .ok()
                     .and_then(|b| serde_json::from_slice(&b).ok()),
+                host: outcome
+                    .as_ref()
+                    .and_then(|o| o.get("host"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
             }
         })
         .collect()

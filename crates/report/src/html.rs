@@ -119,8 +119,12 @@ pub fn index_html(run: &RunData) -> String {
                                     .unwrap_or_default()))
                         )
                     });
+                let host = a
+                    .host
+                    .as_deref()
+                    .map_or_else(String::new, |h| format!(" on {}", esc(h)));
                 format!(
-                    "#{} {} {} ({}{waited})",
+                    "#{} {}{host} {} ({}{waited})",
                     a.attempt,
                     esc(&a.backend),
                     esc(&a.outcome),

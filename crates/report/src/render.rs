@@ -164,7 +164,7 @@ pub fn summary_markdown(run: &RunData) -> String {
             icon(&t.state),
             t.state,
             t.wave.map_or_else(|| "-".into(), |w| w.to_string()),
-            t.backend.as_deref().unwrap_or("-"),
+            backend_cell(t),
             t.attempts.len(),
             human_ms(t.duration_ms),
             t.files_changed.len()
@@ -351,4 +351,14 @@ pub fn trace(run: &RunData) -> Value {
         }
     }
     json!({"traceEvents": events, "displayTimeUnit": "ms"})
+}
+
+/// A task's backend in the summary table, with the host of its last
+/// attempt when that ran on another host (`wavecrew worker`).
+fn backend_cell(t: &crate::data::TaskReport) -> String {
+    let backend = t.backend.as_deref().unwrap_or("-");
+    match t.attempts.last().and_then(|a| a.host.as_deref()) {
+        Some(host) => format!("{backend} on {host}"),
+        None => backend.to_owned(),
+    }
 }
