@@ -307,54 +307,72 @@ impl Coordinator {
     }
 
     async fn run_task(&self, task: &Task, role: &str) -> Result<()> {
-        let id = task.id.clone();
-        let mut published: Option<u32> = None;
-        let mut revised = false;
-        let stall = LeasePolicy {
-            stall_after: self.options.ack_wait * 2,
-        };
+        let mut progress = Dispatch::default();
+        let mut errors = 0;
         loop {
-            let current = self.kv_get(task).await?;
-            match current.status {
-                s if ended(s) => match self.bring_home(&current, revised).await? {
-                    Home::Done => return Ok(()),
-                    Home::SendAgain => {
-                        revised = true;
-                        published = None;
-                        continue;
-                    }
-                },
-                TaskStatus::Pending => {
-                    let attempt = current.attempts + 1;
-                    if published != Some(attempt) {
-                        self.tickets.publish(role, &id, attempt).await?;
-                        published = Some(attempt);
-                    }
+            match self.step(task, role, &mut progress).await {
+                Ok(Step::Done) => return Ok(()),
+                Ok(Step::Again) => errors = 0,
+                Ok(Step::Wait) => {
+                    errors = 0;
+                    tokio::time::sleep(self.options.poll).await;
                 }
-                _ => {
-                    let lease_silent = current
-                        .lease
-                        .as_ref()
-                        .is_none_or(|l| stall.is_expired(l, jiff::Timestamp::now()));
-                    if lease_silent {
-                        let kv = self.kv.clone();
-                        let id = id.clone();
-                        blocking(move || {
-                            kv.update(&id, &mut |t| {
-                                wavecrew_core::store::release_if_expired(
-                                    t,
-                                    &stall,
-                                    jiff::Timestamp::now(),
-                                );
-                                Ok(())
-                            })
-                        })
-                        .await?;
-                        continue;
-                    }
+                // The server or the repository failed for a moment: try
+                // again, for about a minute, before the task fails with it.
+                Err(e) if errors < ERRORS_IN_A_ROW => {
+                    errors += 1;
+                    tracing::warn!("{}: {e} (trying again)", task.id.as_str());
+                    tokio::time::sleep(Duration::from_secs(1)).await;
                 }
+                Err(e) => return Err(e),
             }
-            tokio::time::sleep(self.options.poll).await;
+        }
+    }
+
+    /// One look at a dispatched task's KV entry, and what it asks for.
+    async fn step(&self, task: &Task, role: &str, progress: &mut Dispatch) -> Result<Step> {
+        let current = self.kv_get(task).await?;
+        match current.status {
+            s if ended(s) => match self.bring_home(&current, progress.revised).await? {
+                Home::Done => Ok(Step::Done),
+                Home::SendAgain => {
+                    progress.revised = true;
+                    progress.published = None;
+                    Ok(Step::Again)
+                }
+            },
+            TaskStatus::Pending => {
+                let attempt = current.attempts + 1;
+                if progress.published != Some(attempt) {
+                    self.tickets.publish(role, &task.id, attempt).await?;
+                    progress.published = Some(attempt);
+                }
+                Ok(Step::Wait)
+            }
+            _ => {
+                // A lease silent for twice `ack_wait`: its ticket ran out
+                // of deliveries with its host gone. Release it; the task
+                // is ticketed again as its next attempt.
+                let stall = LeasePolicy {
+                    stall_after: self.options.ack_wait * 2,
+                };
+                let silent = current
+                    .lease
+                    .as_ref()
+                    .is_none_or(|l| stall.is_expired(l, jiff::Timestamp::now()));
+                if !silent {
+                    return Ok(Step::Wait);
+                }
+                let (kv, id) = (self.kv.clone(), task.id.clone());
+                blocking(move || {
+                    kv.update(&id, &mut |t| {
+                        wavecrew_core::store::release_if_expired(t, &stall, jiff::Timestamp::now());
+                        Ok(())
+                    })
+                })
+                .await?;
+                Ok(Step::Again)
+            }
         }
     }
 
@@ -502,10 +520,11 @@ impl Coordinator {
     }
 
     /// Take attempt `attempt` of `task` into a ref and land it.
-    async fn land(&self, task: &str, attempt: u32, host: &str, _commit: &str) -> Result<Landed> {
+    async fn land(&self, task: &str, attempt: u32, host: &str, commit: &str) -> Result<Landed> {
         let _one = self.landing.lock().await;
         let dest = format!("refs/wavecrew-remote/{task}/{attempt}");
-        self.repo
+        let taken = self
+            .repo
             .take_attempt(
                 self.integration.repo(),
                 task,
@@ -515,6 +534,14 @@ impl Coordinator {
                 &self.scratch,
             )
             .await?;
+        if taken != commit {
+            return Err(FleetError::Invalid {
+                what: format!("attempt {attempt} of {task} from {host}"),
+                message: format!(
+                    "its bundle holds {taken}, but its end in KV names {commit}; expected the same commit"
+                ),
+            });
+        }
         let (integration, verify) = (self.integration.clone(), self.verify.clone());
         let (task_owned, label) = (task.to_owned(), format!("attempt {attempt} on {host}"));
         let runtime = tokio::runtime::Handle::current();
@@ -595,6 +622,26 @@ enum Landed {
     Before(String),
     Nothing,
     Refused { kind: &'static str, error: String },
+}
+
+/// How many failed looks at a task in a row (about a second apart) before
+/// it fails with the error.
+const ERRORS_IN_A_ROW: u32 = 60;
+
+/// What the coordinator did for one dispatched task so far.
+#[derive(Debug, Default)]
+struct Dispatch {
+    /// The attempt whose ticket was published.
+    published: Option<u32>,
+    /// Whether it was sent out again after a refused landing.
+    revised: bool,
+}
+
+/// What one look at a task asks for next.
+enum Step {
+    Done,
+    Again,
+    Wait,
 }
 
 /// What bringing an attempt home asks for next.
