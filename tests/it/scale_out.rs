@@ -359,6 +359,20 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
     }
     let markdown = std::fs::read_to_string(session.join("reports/summary.md")).unwrap();
     assert!(markdown.contains("| demo on h"), "{markdown}");
+    let status = wavecrew_testkit::run_bin(
+        "wavecrew",
+        &["status", session.to_str().unwrap(), "--json"],
+        root,
+    );
+    assert_eq!(status.code, 0, "{}", status.render());
+    let status: Value = serde_json::from_str(&status.stdout).unwrap();
+    let by_host = status["hosts"].as_object().unwrap();
+    let listed: usize = by_host.values().map(|a| a.as_array().unwrap().len()).sum();
+    assert_eq!(listed, TASKS, "one attempt came home per task: {by_host:?}");
+    assert!(
+        by_host.keys().all(|h| ["h2", "h4"].contains(&h.as_str())),
+        "{by_host:?}"
+    );
     // The surviving workers leave when the session is finished.
     for (host, w) in &workers {
         if host == "h3" {

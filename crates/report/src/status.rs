@@ -61,7 +61,64 @@ pub fn status_json(run: &RunData, last: usize) -> Value {
         "waiting": run.cost.waiting,
         "recent_messages": recent,
         "merge_queue": run.merge_queue,
+        "hosts": remote_attempts(run),
     })
+}
+
+/// How many attempts listed per host in the text view (`--json` has all).
+const HOST_ATTEMPTS_SHOWN: usize = 8;
+
+/// The attempts that ran on other hosts (`wavecrew worker`), by host:
+/// `{"h2": [{"task", "attempt", "outcome"}]}`; empty when none did.
+pub fn remote_attempts(run: &RunData) -> std::collections::BTreeMap<String, Vec<Value>> {
+    let mut hosts = std::collections::BTreeMap::<String, Vec<Value>>::new();
+    for t in &run.tasks {
+        for a in &t.attempts {
+            if let Some(host) = &a.host {
+                hosts
+                    .entry(host.clone())
+                    .or_default()
+                    .push(json!({"task": t.id, "attempt": a.attempt, "outcome": a.outcome}));
+            }
+        }
+    }
+    hosts
+}
+
+/// The text of [`remote_attempts`]: a line per host.
+fn hosts_text(run: &RunData) -> String {
+    let hosts = remote_attempts(run);
+    if hosts.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nAttempts on other hosts:\n");
+    for (host, attempts) in &hosts {
+        let shown: Vec<String> = attempts
+            .iter()
+            .take(HOST_ATTEMPTS_SHOWN)
+            .map(|a| {
+                format!(
+                    "{}#{} {}",
+                    a["task"].as_str().unwrap_or("?"),
+                    a["attempt"],
+                    a["outcome"].as_str().unwrap_or("?")
+                )
+            })
+            .collect();
+        let more = attempts.len().saturating_sub(HOST_ATTEMPTS_SHOWN);
+        let _ = writeln!(
+            out,
+            "  {host} ({} attempts): {}{}",
+            attempts.len(),
+            shown.join(", "),
+            if more > 0 {
+                format!(", … and {more} more (--json lists them all)")
+            } else {
+                String::new()
+            }
+        );
+    }
+    out
 }
 
 /// The text view.
@@ -105,6 +162,7 @@ pub fn status_text(run: &RunData, last: usize) -> String {
         );
     }
     out.push_str(&spend_text(run));
+    out.push_str(&hosts_text(run));
     if let Some(q) = &run.merge_queue {
         out.push_str(&crate::merge::queue_text(q));
     }
