@@ -30,11 +30,27 @@ fn task_id(k: usize) -> String {
 /// A git project with a session of `TASKS` tasks whose scripted agent
 /// writes `out/<task>.txt` after `sleep_ms`.
 fn project(sleep_ms: u64) -> tempfile::TempDir {
+    let scenarios: Vec<Value> = (1..=TASKS)
+        .map(|k| {
+            let t = task_id(k);
+            json!({"match": {"task": t}, "steps": [
+                {"sleep_ms": sleep_ms},
+                {"write": {"path": format!("out/{t}.txt"), "content": format!("{t}\n")}},
+                {"say": format!("{t} written")}
+            ]})
+        })
+        .collect();
+    project_with(TASKS, &scenarios)
+}
+
+/// A git project with a session of `tasks` tasks (IMPL-k waits for
+/// IMPL-(k-3)) whose scripted agent plays `scenarios`.
+fn project_with(tasks: usize, scenarios: &[Value]) -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path();
     let s = root.join(".workflow/.team").join(SESSION);
     std::fs::create_dir_all(s.join("roles")).unwrap();
-    let graph: serde_json::Map<String, Value> = (1..=TASKS)
+    let graph: serde_json::Map<String, Value> = (1..=tasks)
         .map(|k| {
             let deps: Vec<String> = if k > 3 { vec![task_id(k - 3)] } else { vec![] };
             (task_id(k), json!({"depends_on": deps, "role": "developer"}))
@@ -57,16 +73,6 @@ fn project(sleep_ms: u64) -> tempfile::TempDir {
     )
     .unwrap();
     std::fs::write(s.join("roles/developer.md"), role_file("developer")).unwrap();
-    let scenarios: Vec<Value> = (1..=TASKS)
-        .map(|k| {
-            let t = task_id(k);
-            json!({"match": {"task": t}, "steps": [
-                {"sleep_ms": sleep_ms},
-                {"write": {"path": format!("out/{t}.txt"), "content": format!("{t}\n")}},
-                {"say": format!("{t} written")}
-            ]})
-        })
-        .collect();
     std::fs::write(
         root.join("agent.json"),
         json!({"scenarios": scenarios}).to_string(),
@@ -441,4 +447,59 @@ fn a_bad_or_unreachable_engine_is_a_clear_error_naming_it() {
         "{}",
         o.render()
     );
+}
+
+#[test]
+fn an_artifact_one_remote_task_writes_reaches_the_next() {
+    // IMPL-001 writes its deliverable into the session folder (as ccw's
+    // roles do, by the relative path); IMPL-004, after it on another
+    // attempt's worktree, copies it into the project.
+    let artifact = format!(".workflow/.team/{SESSION}/artifacts/design.md");
+    let scenarios = [
+        json!({"match": {"task": "IMPL-001"}, "steps": [
+            {"write": {"path": artifact, "content": "the design\n"}},
+            {"say": "designed"}
+        ]}),
+        json!({"match": {"task": "IMPL-004"}, "steps": [
+            {"run": ["cp", artifact, "design-copy.md"]},
+            {"say": "copied"}
+        ]}),
+        json!({"steps": [{"say": "nothing to do"}]}),
+    ];
+    let tmp = project_with(4, &scenarios);
+    let root = tmp.path();
+    let session = root.join(".workflow/.team").join(SESSION);
+    let hosts = Hosts::start(2);
+    let w = worker(&hosts, "h2");
+    let url = hosts.url();
+    let coordinator = hosts
+        .spawn(
+            "h1",
+            wavecrew(&["run", session.to_str().unwrap(), "--engine", &url]),
+        )
+        .expect("the coordinator starts");
+    let status = coordinator
+        .wait_timeout(Duration::from_secs(180))
+        .unwrap()
+        .unwrap_or_else(|| panic!("{}\n{}", coordinator.stderr(), w.stderr()));
+    assert!(
+        status.success(),
+        "{}\n--- h2\n{}",
+        coordinator.stderr(),
+        w.stderr()
+    );
+    // The artifact came home into the session folder, and the later task,
+    // on the worker's own copy, read it.
+    assert_eq!(
+        std::fs::read_to_string(session.join("artifacts/design.md")).unwrap(),
+        "the design\n"
+    );
+    let branch = format!("wavecrew/{SESSION}");
+    assert_eq!(
+        git(root, &["show", &format!("{branch}:design-copy.md")]),
+        "the design\n"
+    );
+    // The session folder itself is never part of the work.
+    let files = git(root, &["ls-tree", "-r", "--name-only", &branch]);
+    assert!(!files.contains(".workflow"), "{files}");
 }

@@ -15,7 +15,7 @@
 //!    the task ticketed again;
 //! 3. when the entry has ended, brings the attempt home: the
 //!    [`AttemptPack`]'s files into the session folder (`outcome.json` with
-//!    its host), its records to the bus stream with ids
+//!    its host; artifacts make the kit go out again, for later tasks), its records to the bus stream with ids
 //!    `<task>:<attempt>:<n>` (mirrored once), then the attempt's commits
 //!    ([`RepoChannel::take_attempt`]) through the merge queue
 //!    ([`Integration::land_ref`], with `[integration] verify`), and the new
@@ -91,6 +91,10 @@ pub struct Coordinator {
     options: CoordinatorOptions,
     /// One landing and publish at a time.
     landing: tokio::sync::Mutex<()>,
+    /// One kit upload at a time.
+    kit_upload: tokio::sync::Mutex<()>,
+    /// The session, as the kit is collected from it.
+    session: CoordinatedSession,
     mirror_stop: tokio::sync::watch::Sender<bool>,
     mirror: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -246,6 +250,8 @@ impl Coordinator {
             scratch,
             options,
             landing: tokio::sync::Mutex::new(()),
+            kit_upload: tokio::sync::Mutex::new(()),
+            session: session.clone(),
             mirror_stop,
             mirror: std::sync::Mutex::new(None),
         });
@@ -406,6 +412,9 @@ impl Coordinator {
                     let (pack, dir) = (pack.clone(), self.session_dir.clone());
                     blocking(move || pack.write_files(&dir, after)).await?;
                 }
+                if pack.files.keys().any(|f| f.starts_with("artifacts/")) {
+                    self.upload_kit().await?;
+                }
                 for (n, message) in pack.messages().into_iter().enumerate() {
                     self.remote_bus
                         .publish_once(message, &format!("{id}:{attempt}:{n}"))
@@ -490,6 +499,24 @@ impl Coordinator {
         })
         .await?;
         Ok(Home::Done)
+    }
+
+    /// Collect the session kit again and store it: an attempt brought
+    /// artifacts home, and later attempts on any host read them.
+    async fn upload_kit(&self) -> Result<()> {
+        let _one = self.kit_upload.lock().await;
+        let s = self.session.clone();
+        let kit = blocking(move || {
+            SessionKit::collect(
+                &s.root,
+                &s.dir,
+                &s.session_id,
+                s.roles,
+                s.config_file.as_deref(),
+            )
+        })
+        .await?;
+        kit.upload(&self.objects, &self.scratch).await
     }
 
     /// How many attempt folders the session held for `task` before

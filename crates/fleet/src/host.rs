@@ -8,7 +8,8 @@
 //!    than `ack_wait` is released first: its host died or was cut off).
 //!    Someone else has it, or it ended: the ticket is acked;
 //! 2. brings the host's cache of the repository up to the published tip
-//!    and makes a worktree of it for this attempt, writes the kit, the task
+//!    and makes a worktree of it for this attempt, writes the kit (read
+//!    again for each attempt: it carries the artifacts of earlier ones), the task
 //!    and its blockers into the session folder there, and a configuration
 //!    with `[isolation] mode = "in-place"` (the worktree *is* the
 //!    isolation);
@@ -94,7 +95,9 @@ struct Served {
     tickets: Tickets,
     repo: RepoChannel,
     objects: Objects,
-    kit: SessionKit,
+    /// The session kit as last downloaded (again before every attempt:
+    /// the coordinator uploads it anew when an attempt brings artifacts).
+    kit: std::sync::Mutex<Arc<SessionKit>>,
     base: PathBuf,
     scratch: PathBuf,
     cache_dir: PathBuf,
@@ -219,7 +222,7 @@ impl HostAgent {
             tickets,
             repo,
             objects,
-            kit,
+            kit: std::sync::Mutex::new(Arc::new(kit)),
             base,
             scratch,
             cache_dir,
@@ -262,6 +265,26 @@ impl HostAgent {
 }
 
 impl Served {
+    /// The session kit as last downloaded.
+    fn kit(&self) -> Arc<SessionKit> {
+        Arc::clone(
+            &self
+                .kit
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Download the kit again (artifacts of earlier attempts come in it).
+    async fn refresh_kit(&self) -> Result<Arc<SessionKit>> {
+        let kit = Arc::new(SessionKit::download(&self.objects, &self.scratch).await?);
+        *self
+            .kit
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::clone(&kit);
+        Ok(kit)
+    }
+
     fn say(&self, line: &str) {
         (self.options.on_line)(line);
     }
@@ -434,7 +457,8 @@ impl Served {
             &self.cache_dir,
             &["worktree", "add", "-q", "--detach", &work_arg, &tip],
         )?;
-        let session_dir = self.kit.write_into(work)?;
+        let kit = self.refresh_kit().await?;
+        let session_dir = kit.write_into(work)?;
         let mut replica = task.clone();
         replica.status = TaskStatus::Pending;
         replica.lease = None;
@@ -449,7 +473,7 @@ impl Served {
             wavecrew_core::fsutil::write_json_atomic(&store.path_of(&t.id), &t)?;
         }
         let config = work.with_extension("toml");
-        let text = in_place_config(self.kit.config.as_deref())?;
+        let text = in_place_config(kit.config.as_deref())?;
         wavecrew_core::fsutil::write_atomic(&config, text.as_bytes())?;
         Ok((session_dir, tip, config))
     }
@@ -464,13 +488,14 @@ impl Served {
         session_dir: &Path,
         config: &Path,
     ) -> Result<bool> {
+        let kit = self.kit();
         let launcher = wavecrew_role_team::launch::Launcher {
             session_dir: session_dir.to_owned(),
-            session_id: SessionId::new(&self.kit.session_id).map_err(|e| FleetError::Invalid {
+            session_id: SessionId::new(&kit.session_id).map_err(|e| FleetError::Invalid {
                 what: "the session kit's session id".into(),
                 message: e.to_string(),
             })?,
-            roles: self.kit.roles.clone(),
+            roles: kit.roles.clone(),
             backend: None,
             config_file: Some(config.to_owned()),
             bin_dir: self.options.bin_dir.clone(),
@@ -556,7 +581,8 @@ impl Served {
     ) -> Result<TicketEnd> {
         let id = task.id.as_str();
         let attempt = task.attempts;
-        let first = Path::new(&self.kit.session_rel)
+        let kit = self.kit();
+        let first = Path::new(&kit.session_rel)
             .components()
             .next()
             .map(|c| c.as_os_str().to_string_lossy().into_owned())
