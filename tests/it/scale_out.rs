@@ -201,6 +201,24 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
         move || per_task(&records(&session), "task_merged").len() >= n
     };
     wait_for("three landings", Duration::from_secs(120), completed(3));
+    // While it runs, `wavecrew status` shows where.
+    wait_for(
+        "status to show a host at work",
+        Duration::from_secs(60),
+        || {
+            let o = wavecrew_testkit::run_bin(
+                "wavecrew",
+                &["status", session.to_str().unwrap(), "--json"],
+                root,
+            );
+            serde_json::from_str::<Value>(&o.stdout).is_ok_and(|v| {
+                v["running"].as_array().is_some_and(|r| {
+                    r.iter()
+                        .any(|t| ["h2", "h3", "h4"].contains(&t["host"].as_str().unwrap_or("")))
+                })
+            })
+        },
+    );
     let mut killed = None;
     wait_for("h3 to work on a task", Duration::from_secs(120), || {
         killed = busy_task(&hosts, "h3");

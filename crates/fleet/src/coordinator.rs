@@ -367,6 +367,7 @@ impl Coordinator {
                     .as_ref()
                     .is_none_or(|l| stall.is_expired(l, jiff::Timestamp::now()));
                 if !silent {
+                    self.show_running(&current, progress).await?;
                     return Ok(Step::Wait);
                 }
                 let (kv, id) = (self.kv.clone(), task.id.clone());
@@ -380,6 +381,39 @@ impl Coordinator {
                 Ok(Step::Again)
             }
         }
+    }
+
+    /// Show a task a host works on in the local store (in progress, the
+    /// lease naming the worker and its host, pid 0), once per lease:
+    /// `wavecrew status` reads it there.
+    async fn show_running(&self, current: &Task, progress: &mut Dispatch) -> Result<()> {
+        let Some(lease) = current.lease.clone() else {
+            return Ok(());
+        };
+        if progress.shown.as_deref() == Some(lease.worker.as_str()) {
+            return Ok(());
+        }
+        progress.shown = Some(lease.worker.clone());
+        let (local, id, attempts) = (
+            Arc::clone(&self.local),
+            current.id.clone(),
+            current.attempts,
+        );
+        blocking(move || {
+            local.update(&id, &mut |t| {
+                if !ended(t.status) {
+                    t.status = TaskStatus::InProgress;
+                    t.attempts = attempts;
+                    t.lease = Some(wavecrew_core::Lease {
+                        pid: 0,
+                        ..lease.clone()
+                    });
+                }
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(())
     }
 
     /// The attempt that ended `current` (in KV), brought into the session.
@@ -662,6 +696,8 @@ struct Dispatch {
     published: Option<u32>,
     /// Whether it was sent out again after a refused landing.
     revised: bool,
+    /// The remote lease last shown in the local store.
+    shown: Option<String>,
 }
 
 /// What one look at a task asks for next.

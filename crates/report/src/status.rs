@@ -19,6 +19,9 @@ pub struct Running {
     pub attempt: Option<u32>,
     /// Seconds since the lease was taken.
     pub elapsed_secs: Option<i64>,
+    /// The host it runs on, when another host runs it (`wavecrew worker`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// The running tasks, from the store's leases and the attempt folders.
@@ -40,6 +43,13 @@ pub fn running(run: &RunData) -> Vec<Running> {
                     .lease
                     .as_ref()
                     .map(|l| now.duration_since(l.acquired_at).as_secs()),
+                // A remote worker's lease, as the coordinator shows it,
+                // has no local pid.
+                host: t
+                    .lease
+                    .as_ref()
+                    .filter(|l| l.pid == 0)
+                    .map(|l| l.host.clone()),
             }
         })
         .collect()
@@ -152,6 +162,15 @@ pub fn status_text(run: &RunData, last: usize) -> String {
         out.push_str("  (none)\n");
     }
     for r in running {
+        if let Some(host) = &r.host {
+            let _ = writeln!(
+                out,
+                "  {} on {host}, {} s",
+                r.task,
+                r.elapsed_secs.map_or_else(|| "?".into(), |s| s.to_string())
+            );
+            continue;
+        }
         let _ = writeln!(
             out,
             "  {} via {} (attempt {}), {} s",

@@ -931,6 +931,14 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
             if let Some(outcome) = self.ended(&task) {
                 return Ok(outcome);
             }
+            // Remote workers: the engine holds the truth of a task in
+            // progress (the local copy only shows it).
+            if let Some(remote) = &self.remote {
+                if let Some(outcome) = self.run_remote(&**remote, &task, &mut crashes).await? {
+                    return Ok(outcome);
+                }
+                continue;
+            }
             if task.status == TaskStatus::InProgress {
                 let holder = task.lease.as_ref().map(|l| l.pid);
                 if let Some(pid) = holder.filter(|p| pid_alive(*p)) {
@@ -946,12 +954,6 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 }
                 crashes += 1;
                 if let Some(outcome) = self.crashed(id, crashes).await? {
-                    return Ok(outcome);
-                }
-                continue;
-            }
-            if let Some(remote) = &self.remote {
-                if let Some(outcome) = self.run_remote(&**remote, &task, &mut crashes).await? {
                     return Ok(outcome);
                 }
                 continue;
