@@ -36,6 +36,10 @@ pub struct SessionCard {
     pub ack_wait_secs: u64,
     /// `running`, or `finished` once the coordinator's run ended.
     pub state: SessionState,
+    /// The coordinator's wavecrew version: hosts serve only a session of
+    /// their own version (the kit, packs and results are its formats).
+    #[serde(default)]
+    pub version: String,
 }
 
 /// Whether a session still takes workers.

@@ -230,6 +230,7 @@ impl Coordinator {
             coordinator: wavecrew_core::store::this_host(),
             ack_wait_secs: options.ack_wait.as_secs(),
             state: SessionState::Running,
+            version: crate::VERSION.to_owned(),
         };
         registry.announce(&card).await?;
         let (mirror_stop, stop) = tokio::sync::watch::channel(false);

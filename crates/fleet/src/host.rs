@@ -141,6 +141,20 @@ impl HostAgent {
             let card = cards
                 .into_iter()
                 .find(|c| o.session.as_ref().is_none_or(|s| s == &c.session));
+            if let Some(card) = card.as_ref().filter(|c| c.version != crate::VERSION) {
+                if !said_waiting {
+                    self.say(&format!(
+                        "[worker {}] session {} runs wavecrew {}, this host {}: waiting for a session of this version",
+                        o.host_id,
+                        card.session,
+                        if card.version.is_empty() { "(unknown)" } else { &card.version },
+                        crate::VERSION
+                    ));
+                    said_waiting = true;
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
             if let Some(card) = card {
                 said_waiting = false;
                 self.serve(&engine, &registry, card).await?;

@@ -24,6 +24,10 @@ mod git;
 mod host;
 mod kit;
 
+/// The version coordinators announce and hosts check: a host serves only
+/// a session of its own version.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 pub use coordinator::{CoordinatedSession, Coordinator, CoordinatorOptions};
 pub use error::{FleetError, Result};
 pub use host::{HostAgent, HostOptions};

@@ -5,6 +5,7 @@
 mod bus;
 mod connect;
 mod objects;
+mod registry;
 mod repo;
 mod support;
 mod tasks;
