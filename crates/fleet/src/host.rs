@@ -378,12 +378,17 @@ impl Served {
         .await?;
         match claim {
             Claim::Claimed(task) => Ok((Some(*task), Some(ticket))),
-            Claim::NotPending(_) => {
-                ticket.ack().await?;
+            // Someone holds it whose lease has not run out yet (its host
+            // may be the one that went silent: this ticket was redelivered
+            // just before the lease ran out), or a blocker has not ended:
+            // look again after `ack_wait`.
+            Claim::NotPending(TaskStatus::InProgress) | Claim::Blocked(_) => {
+                ticket.nak_after(self.card.ack_wait()).await?;
                 Ok((None, None))
             }
-            Claim::Blocked(_) => {
-                ticket.nak_after(self.card.ack_wait()).await?;
+            // Ended, or never ours to take: nothing to run.
+            Claim::NotPending(_) => {
+                ticket.ack().await?;
                 Ok((None, None))
             }
         }
