@@ -57,6 +57,22 @@ def tid(i):
 
 
 def write_project(root, deps, agent_argv):
+    s = write_session(root, deps)
+    with open(os.path.join(root, "wavecrew.toml"), "w") as f:
+        f.write(
+            "[aliases]\nagent = \"bench\"\ncodex = \"bench\"\n\n"
+            "[backends.bench]\nkind = \"command\"\n"
+            f"argv = {json.dumps(agent_argv)}\nprompt = \"stdin\"\nstream = \"none\"\n\n"
+            "[routing]\nmax_retries = 0\nfallback = []\n\n"
+            # The engine's own cost, as issue 12 measured it: no worktrees
+            # (`--max-parallel` keeps the slots parallel in place).
+            "[isolation]\nmode = \"in-place\"\n"
+        )
+    return s
+
+
+def write_session(root, deps):
+    """The ccw session of IMPL-* tasks (`deps`: index -> indices it waits for)."""
     s = os.path.join(root, ".workflow", ".team", SESSION)
     os.makedirs(os.path.join(s, "roles"))
     graph = {tid(i): {"depends_on": [tid(d) for d in ds], "role": "developer"} for i, ds in deps.items()}
@@ -80,16 +96,6 @@ def write_project(root, deps, agent_argv):
         f.write(
             "# Role: developer\n\n## Identity\nThe developer.\n\n## Boundaries\n"
             "The project only.\n\n## Execution\nDo the task.\n"
-        )
-    with open(os.path.join(root, "wavecrew.toml"), "w") as f:
-        f.write(
-            "[aliases]\nagent = \"bench\"\ncodex = \"bench\"\n\n"
-            "[backends.bench]\nkind = \"command\"\n"
-            f"argv = {json.dumps(agent_argv)}\nprompt = \"stdin\"\nstream = \"none\"\n\n"
-            "[routing]\nmax_retries = 0\nfallback = []\n\n"
-            # The engine's own cost, as issue 12 measured it: no worktrees
-            # (`--max-parallel` keeps the slots parallel in place).
-            "[isolation]\nmode = \"in-place\"\n"
         )
     return s
 

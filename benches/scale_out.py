@@ -32,19 +32,13 @@ import tempfile
 import time
 from datetime import datetime
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.environ.get("WAVECREW_BIN_DIR", os.path.join(ROOT, "target", "release"))
-SESSION = "TC-scale-2026-11-23"
+from run_engine import BIN, ROOT, write_session
 
 
 def build():
     subprocess.run(
         ["cargo", "build", "--release", "--quiet", "-p", "wavecrew-cli"], cwd=ROOT, check=True
     )
-
-
-def tid(i):
-    return f"IMPL-{i + 1:05d}"
 
 
 def git(root, *args):
@@ -64,30 +58,7 @@ def git(root, *args):
 
 
 def write_project(root, n):
-    s = os.path.join(root, ".workflow", ".team", SESSION)
-    os.makedirs(os.path.join(s, "roles"))
-    graph = {tid(i): {"depends_on": [], "role": "developer"} for i in range(n)}
-    roles = [{"name": "developer", "prefix": "IMPL"}]
-    with open(os.path.join(s, "task-analysis.json"), "w") as f:
-        json.dump({"capabilities": [], "dependency_graph": graph, "roles": roles}, f)
-    with open(os.path.join(s, "team-session.json"), "w") as f:
-        json.dump(
-            {
-                "session_id": SESSION,
-                "task_description": "bench",
-                "status": "active",
-                "team_name": SESSION,
-                "roles": [{"name": "developer", "prefix": "IMPL", "role_file": "roles/developer.md"}],
-                "active_workers": [],
-                "completed_tasks": [],
-            },
-            f,
-        )
-    with open(os.path.join(s, "roles", "developer.md"), "w") as f:
-        f.write(
-            "# Role: developer\n\n## Identity\nThe developer.\n\n## Boundaries\n"
-            "The project only.\n\n## Execution\nDo the task.\n"
-        )
+    s = write_session(root, {i: [] for i in range(n)})
     with open(os.path.join(root, "wavecrew.toml"), "w") as f:
         f.write(
             "[aliases]\nagent = \"bench\"\ncodex = \"bench\"\n\n"

@@ -125,6 +125,17 @@ fn worker(hosts: &Hosts, host: &str) -> HostProcess {
         .expect("the worker starts")
 }
 
+/// Start the coordinator of `session` on `h1`.
+fn start_coordinator(hosts: &Hosts, session: &Path) -> HostProcess {
+    let url = hosts.url();
+    hosts
+        .spawn(
+            "h1",
+            wavecrew(&["run", session.to_str().unwrap(), "--engine", &url]),
+        )
+        .expect("the coordinator starts")
+}
+
 /// The session's bus records.
 fn records(session: &Path) -> Vec<Value> {
     std::fs::read_to_string(session.join(".msg/messages.jsonl"))
@@ -187,13 +198,7 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
             .iter()
             .all(|(_, w)| w.stderr().contains("waiting for a session"))
     });
-    let url = hosts.url();
-    let coordinator = hosts
-        .spawn(
-            "h1",
-            wavecrew(&["run", session.to_str().unwrap(), "--engine", &url]),
-        )
-        .expect("the coordinator starts");
+    let coordinator = start_coordinator(&hosts, &session);
 
     // Kill h3 in the middle of a task, once the run is under way.
     let completed = |n: usize| {
@@ -249,12 +254,7 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
         per_task(&records(&session), "task_merged").len() < TASKS,
         "the coordinator was killed mid-run"
     );
-    let coordinator = hosts
-        .spawn(
-            "h1",
-            wavecrew(&["run", session.to_str().unwrap(), "--engine", &url]),
-        )
-        .expect("the coordinator starts again");
+    let coordinator = start_coordinator(&hosts, &session);
 
     let logs = || {
         let mut text = format!("--- coordinator\n{}", coordinator.stderr());
@@ -491,13 +491,7 @@ fn an_artifact_one_remote_task_writes_reaches_the_next() {
     let session = root.join(".workflow/.team").join(SESSION);
     let hosts = Hosts::start(2);
     let w = worker(&hosts, "h2");
-    let url = hosts.url();
-    let coordinator = hosts
-        .spawn(
-            "h1",
-            wavecrew(&["run", session.to_str().unwrap(), "--engine", &url]),
-        )
-        .expect("the coordinator starts");
+    let coordinator = start_coordinator(&hosts, &session);
     let status = coordinator
         .wait_timeout(Duration::from_secs(180))
         .unwrap()

@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use wavecrew_core::store::LeasePolicy;
-use wavecrew_core::{CoreError, NewMessage, Task, TaskStatus, TaskStore};
+use wavecrew_core::{CoreError, Task, TaskStatus, TaskStore};
 use wavecrew_engine_nats::{
     Engine, Mirror, NatsBus, NatsTaskStore, Objects, Registry, RepoChannel, SessionCard,
     SessionState, TicketPolicy, Tickets,
@@ -619,28 +619,10 @@ impl Coordinator {
         })
         .await?;
         let landed = match landing {
-            Landing::FastForward { commit } | Landing::Merged { commit } => {
-                self.repo
-                    .publish(
-                        self.integration.repo(),
-                        &self.integration.reference(),
-                        &self.scratch,
-                    )
-                    .await?;
-                Landed::Commit(commit)
-            }
-            Landing::AlreadyMerged { commit } => {
-                // A resumed coordinator: the tip may not be published yet,
-                // and the landing was recorded before.
-                self.repo
-                    .publish(
-                        self.integration.repo(),
-                        &self.integration.reference(),
-                        &self.scratch,
-                    )
-                    .await?;
-                Landed::Before(commit)
-            }
+            Landing::FastForward { commit } | Landing::Merged { commit } => Landed::Commit(commit),
+            // A resumed coordinator: the landing was recorded before, but
+            // the tip may not be published yet.
+            Landing::AlreadyMerged { commit } => Landed::Before(commit),
             Landing::NothingToLand => Landed::Nothing,
             Landing::Conflict { files, .. } => Landed::Refused {
                 kind: "merge_conflict",
@@ -654,27 +636,27 @@ impl Coordinator {
                 ),
             },
         };
+        if matches!(landed, Landed::Commit(_) | Landed::Before(_)) {
+            self.repo
+                .publish(
+                    self.integration.repo(),
+                    &self.integration.reference(),
+                    &self.scratch,
+                )
+                .await?;
+        }
         Ok(landed)
     }
 
-    /// A record of the coordinator on the session's bus.
+    /// A record of the coordinator on the session's bus, as the
+    /// orchestrator writes its own.
     fn record(&self, kind: &str, summary: &str, task: &str, extra: Value) {
         let mut data = Map::new();
         data.insert("task_id".into(), json!(task));
         if let Value::Object(extra) = extra {
             data.extend(extra);
         }
-        let logged = self.bus.log(NewMessage {
-            from: "executor".into(),
-            to: Some("coordinator".into()),
-            kind: Some(kind.into()),
-            summary: Some(format!("[executor] {summary}")),
-            data: Some(data),
-            reference: None,
-        });
-        if let Err(e) = logged {
-            tracing::error!("message bus: {e}");
-        }
+        wavecrew_role_team::orchestrate::log_record(&*self.bus, kind, summary, data);
     }
 }
 

@@ -245,7 +245,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> 
 /// A record of the orchestrator on the bus: from `executor` to the
 /// coordinator, its summary tagged `[executor]`. A bus that cannot take it
 /// is logged, not fatal: the task store stays the truth.
-pub(crate) fn log_record<B: MessageBus + ?Sized>(
+pub fn log_record<B: MessageBus + ?Sized>(
     bus: &B,
     kind: &str,
     summary: &str,
