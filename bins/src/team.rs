@@ -260,6 +260,12 @@ fn prepare(opened: &mut Opened) -> Result<(), CliError> {
 
 fn spawn_and_stop(args: &TeamArgs, config: Option<&Path>, resume: bool) -> CmdResult {
     let mut opened = open(args.session.as_deref(), config)?;
+    if let Some(url) = engine_url(args.engine.as_deref(), &opened.config) {
+        // Spawn-and-stop leaves no coordinator to bring the work home.
+        return Err(CliError::bad_input(anyhow::anyhow!(
+            "the engine {url} (--engine or [engine] url) needs a run that stays in the foreground: `wavecrew run` (or `wavecrew-team run`), not `start` or `resume`"
+        )));
+    }
     prepare(&mut opened)?;
     crate::budget::set_hard_budget(&opened.config, &opened.valid.dir, args.hard_budget);
     let options = options(args, &opened, config);

@@ -447,6 +447,17 @@ fn a_bad_or_unreachable_engine_is_a_clear_error_naming_it() {
         assert!(o.stderr.contains(says), "{args:?}: {}", o.render());
         assert!(!o.stderr.contains("panicked"), "{}", o.render());
     }
+    // Spawn-and-stop leaves no coordinator: refused, not run here.
+    for command in ["start", "resume"] {
+        let o = wavecrew_testkit::run_bin(
+            "wavecrew-team",
+            &[command, "--session", session, "--engine", &unreachable],
+            root,
+        );
+        let says = "needs a run that stays in the foreground";
+        assert_eq!(o.code, 2, "{command}: {}", o.render());
+        assert!(o.stderr.contains(says), "{command}: {}", o.render());
+    }
     // Nothing ran: every task is still pending.
     let tasks = FileTaskStore::for_session(&root.join(".workflow/.team").join(SESSION))
         .list()
