@@ -50,7 +50,12 @@ impl Project {
 /// failure fails the test with git's words.
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@e"])
+        .envs([
+            ("GIT_AUTHOR_NAME", "t"),
+            ("GIT_AUTHOR_EMAIL", "t@e"),
+            ("GIT_COMMITTER_NAME", "t"),
+            ("GIT_COMMITTER_EMAIL", "t@e"),
+        ])
         .args(args)
         .current_dir(dir)
         .stdin(std::process::Stdio::null())

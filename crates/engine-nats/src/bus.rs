@@ -347,19 +347,7 @@ impl Mirror {
     /// Mirror until the log holds every record the stream held when this
     /// was called; returns how many were appended.
     pub async fn catch_up(&mut self) -> Result<usize> {
-        let mut stream = self.stream.clone();
-        let target = stream
-            .info()
-            .await
-            .map_err(|e| {
-                EngineError::js(
-                    self.engine.url(),
-                    format!("reading the state of stream {}", self.name),
-                    e,
-                )
-            })?
-            .state
-            .last_sequence;
+        let target = self.stream_state().await?.last_sequence;
         let mut total = 0;
         while self.last < target {
             let n = self.poll(Duration::from_millis(500)).await?;
@@ -374,20 +362,20 @@ impl Mirror {
     /// Whether nothing is left to read up to `target` (records removed by
     /// the stream's limits leave gaps that are never delivered).
     async fn stream_missing_after(&self, target: u64) -> Result<bool> {
+        Ok(self.stream_state().await?.first_sequence > target)
+    }
+
+    /// The mirrored stream's state as the server has it now.
+    async fn stream_state(&self) -> Result<stream::State> {
         let mut stream = self.stream.clone();
-        let first = stream
-            .info()
-            .await
-            .map_err(|e| {
-                EngineError::js(
-                    self.engine.url(),
-                    format!("reading the state of stream {}", self.name),
-                    e,
-                )
-            })?
-            .state
-            .first_sequence;
-        Ok(first > target)
+        let info = stream.info().await.map_err(|e| {
+            EngineError::js(
+                self.engine.url(),
+                format!("reading the state of stream {}", self.name),
+                e,
+            )
+        })?;
+        Ok(info.state.clone())
     }
 }
 

@@ -17,7 +17,12 @@ fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .arg("-C")
         .arg(dir)
-        .args(["-c", "user.name=T", "-c", "user.email=t@example.invalid"])
+        .envs([
+            ("GIT_AUTHOR_NAME", "T"),
+            ("GIT_AUTHOR_EMAIL", "t@example.invalid"),
+            ("GIT_COMMITTER_NAME", "T"),
+            ("GIT_COMMITTER_EMAIL", "t@example.invalid"),
+        ])
         .args(args)
         .output()
         .unwrap();
