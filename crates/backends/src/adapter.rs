@@ -21,39 +21,8 @@ use wavecrew_core::{AttemptRequest, Mode};
 
 use crate::config::{Kind, PromptChannel, ResolvedBackend};
 use crate::events::StreamFormat;
+pub use crate::placeholders::{PLACEHOLDERS, check_placeholders};
 use crate::supervise::{Spawn, StdinInput};
-
-/// The placeholders a `command` argv template may use.
-pub const PLACEHOLDERS: [&str; 8] = [
-    "task_id",
-    "prompt",
-    "prompt_file",
-    "cwd",
-    "mode",
-    "model",
-    "attempt_dir",
-    "session_id",
-];
-
-/// Check an argv element's placeholders; `Err(name)` for an unknown one.
-pub fn check_placeholders(element: &str) -> Result<(), String> {
-    let mut rest = element;
-    while let Some(open) = rest.find('{') {
-        let after = &rest[open + 1..];
-        let Some(close) = after.find('}') else {
-            return Ok(());
-        };
-        let name = &after[..close];
-        if !name.is_empty()
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            && !PLACEHOLDERS.contains(&name)
-        {
-            return Err(name.to_owned());
-        }
-        rest = &after[close + 1..];
-    }
-    Ok(())
-}
 
 /// Substitute placeholders inside one argv element. Values are inserted
 /// verbatim; the element stays one element.

@@ -719,12 +719,12 @@ impl Config {
                     ));
                 }
                 for element in &spec.argv {
-                    if let Err(bad) = crate::adapter::check_placeholders(element) {
+                    if let Err(bad) = crate::placeholders::check_placeholders(element) {
                         return Err(invalid(
                             key("argv"),
                             format!(
                                 "unknown placeholder {{{bad}}}; known: {}",
-                                crate::adapter::PLACEHOLDERS.join(", ")
+                                crate::placeholders::PLACEHOLDERS.join(", ")
                             ),
                         ));
                     }

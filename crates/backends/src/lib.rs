@@ -40,6 +40,7 @@ pub mod events;
 pub mod gitdiff;
 pub mod governor;
 pub mod outcome;
+mod placeholders;
 pub mod prompts;
 pub mod redact;
 pub mod routing;

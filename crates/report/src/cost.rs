@@ -13,7 +13,7 @@ use wavecrew_backends::config::BudgetConfig;
 use wavecrew_backends::governor::iso;
 use wavecrew_backends::governor::store::{GovernorState, Spend, read_state};
 
-use crate::data::TaskReport;
+use crate::task::TaskReport;
 
 /// One row of spend.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -13,6 +13,8 @@ use serde_json::Value;
 use wavecrew_core::{Task, TaskId, TaskStatus, TaskStore, Usage};
 use wavecrew_scheduler::{BuildOptions, CyclePolicy, Dag, TaskNode};
 
+pub use crate::task::{AttemptInfo, TaskReport};
+
 /// A report could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -27,78 +29,6 @@ pub enum ReportError {
         /// Why.
         message: String,
     },
-}
-
-/// One attempt of a task, from its `outcome.json`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct AttemptInfo {
-    /// Its number (the folder name).
-    pub attempt: u32,
-    /// The backend.
-    pub backend: String,
-    /// The outcome class (`success`, `failed`, …), or `interrupted` when the
-    /// folder has no `outcome.json`.
-    pub outcome: String,
-    /// The exit code.
-    pub exit_code: Option<i64>,
-    /// How long it ran.
-    pub duration_ms: Option<u64>,
-    /// Token usage, when the backend reported it.
-    pub usage: Option<Usage>,
-    /// Its folder, relative to the session.
-    pub dir: String,
-    /// The governor's record (`governor.json`): when it asked to start,
-    /// when it was let start, how long it waited and why.
-    pub governor: Option<Value>,
-    /// The host it ran on, for an attempt that ran on another host
-    /// (`wavecrew worker`); absent for one that ran here.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
-}
-
-/// One task, as the reports show it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TaskReport {
-    /// The id.
-    pub id: String,
-    /// The title.
-    pub title: String,
-    /// The owner role.
-    pub role: Option<String>,
-    /// The state.
-    pub state: String,
-    /// Its wave (1-based), when the graph is valid.
-    pub wave: Option<usize>,
-    /// Whether it is on the critical path.
-    pub critical: bool,
-    /// The backend of its last attempt.
-    pub backend: Option<String>,
-    /// Its attempts.
-    pub attempts: Vec<AttemptInfo>,
-    /// When it started (the first record about it), RFC 3339.
-    pub started_at: Option<String>,
-    /// When it ended (its final record), RFC 3339.
-    pub ended_at: Option<String>,
-    /// `ended_at - started_at`.
-    pub duration_ms: Option<u64>,
-    /// Files it changed.
-    pub files_changed: Vec<String>,
-    /// The validation verdicts (`validation_results`), when recorded.
-    pub validation: Option<Value>,
-    /// Summed token usage of its attempts.
-    pub usage: Option<Usage>,
-    /// Why it failed or was skipped.
-    pub error: Option<String>,
-    /// The summary of its final bus record.
-    pub summary: Option<String>,
-    /// Its branch, base, merge commit and conflicts, when it worked in a
-    /// worktree of its own (absent for a task that ran in place).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub merge: Option<crate::merge::TaskMerge>,
-    /// The time of its last bus record (where a blocked task's bar ends on
-    /// the timeline).
-    #[serde(skip)]
-    pub last_record_at: Option<String>,
 }
 
 /// A whole run.
@@ -188,7 +118,7 @@ pub fn read_bus(session_dir: &Path) -> Vec<Value> {
 }
 
 fn attempts_of(session_dir: &Path, id: &TaskId) -> Vec<AttemptInfo> {
-    let dir = session_dir.join("attempts").join(id.as_str());
+    let dir = wavecrew_core::SessionLayout::new(session_dir).attempts(id.as_str());
     let mut numbers: Vec<u32> = std::fs::read_dir(&dir)
         .into_iter()
         .flatten()
@@ -324,7 +254,7 @@ pub fn collect(session_dir: &Path) -> Result<RunData, ReportError> {
     let store = wavecrew_core::FileTaskStore::for_session(session_dir);
     let tasks = store.list()?;
     let bus = read_bus(session_dir);
-    let session: Option<Value> = std::fs::read(session_dir.join("team-session.json"))
+    let session: Option<Value> = std::fs::read(wavecrew_core::SessionLayout::new(session_dir).team_session())
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
     let session_id = session_dir

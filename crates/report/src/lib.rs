@@ -30,6 +30,7 @@ pub mod html;
 pub mod merge;
 pub mod render;
 pub mod status;
+mod task;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -71,7 +72,7 @@ pub fn graphs(session_dir: &Path) -> Result<Option<(String, String)>, ReportErro
 /// Write every report under `<session>/reports/`; returns the files.
 pub fn write_reports(session_dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
     let run = collect(session_dir)?;
-    let dir = session_dir.join("reports");
+    let dir = wavecrew_core::SessionLayout::new(session_dir).reports();
     let mut files: Vec<(PathBuf, String)> = vec![
         (
             dir.join("run-summary.json"),

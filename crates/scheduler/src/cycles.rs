@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 
 use wavecrew_core::TaskId;
 
-use crate::dag::{Adjacency, CsrGraph};
+use crate::graph::{Adjacency, CsrGraph};
 use crate::node::TaskNode;
 use crate::problem::{GraphProblem, ProblemKind};
 

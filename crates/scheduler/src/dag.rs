@@ -9,30 +9,26 @@
 //! contiguous), built in O(V + E) by counting sorts: a million-task graph
 //! builds in a fraction of a second. [`Dag::graph`] gives the same graph as
 //! a petgraph [`DiGraph`] (built on first use) for petgraph's algorithms;
-//! cycle analysis runs petgraph's Tarjan SCC on a petgraph [`Csr`] view.
+//! cycle analysis runs petgraph's Tarjan SCC on a petgraph [`Csr`](petgraph::csr::Csr) view.
 
 use std::collections::HashSet;
 use std::sync::OnceLock;
 
-use petgraph::Directed;
-use petgraph::csr::Csr;
 use petgraph::graph::{DiGraph, NodeIndex};
 use wavecrew_core::TaskId;
 
 use crate::cycles::cycle_problems;
 use crate::error::ScheduleError;
+use crate::graph::Adjacency;
 use crate::index::IdIndex;
 use crate::node::TaskNode;
-use crate::problem::GraphProblem;
+use crate::problem::{CheckReport, GraphProblem};
 use crate::validate::{Resolved, resolve};
-use crate::waves::{Levels, UNASSIGNED, kahn_levels};
+use crate::waves::{Levels, UNASSIGNED, Waves, kahn_levels};
 
 /// The petgraph form of a [`Dag`]: node `i` (weight: the task id) is
 /// [`Dag::node_by_index`]`(i)`; edges run dependency → dependent.
 pub type TaskGraph = DiGraph<TaskId, ()>;
-
-/// The compressed-sparse-row view used for Tarjan's SCC.
-pub(crate) type CsrGraph = Csr<(), (), Directed, u32>;
 
 /// What to do when tasks wait on each other in a cycle.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -289,76 +285,55 @@ impl Dag {
     }
 }
 
-/// Compressed sparse rows: the neighbours of `i` are
-/// `targets[start[i]..start[i + 1]]`, ascending. Offsets are `u32` (half
-/// the memory traffic of `usize`); more than 4 billion edges cannot be
-/// held in memory anyway.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Adjacency {
-    start: Vec<u32>,
-    targets: Vec<u32>,
+impl Dag {
+    /// The waves (Kahn levels, computed at build time), as owned ids.
+    pub fn waves(&self) -> Waves {
+        let levels = self.levels();
+        let id = |i: &u32| self.node_at(*i as usize).id.clone();
+        Waves {
+            waves: levels.iter().map(|w| w.iter().map(id).collect()).collect(),
+            forced: levels.forced.iter().map(id).collect(),
+            warnings: levels.warnings.clone(),
+        }
+    }
+
+    /// The waves as borrowed ids: the same as [`Dag::waves`] without
+    /// copying an id (what a million-task graph wants).
+    pub fn wave_ids(&self) -> Vec<Vec<&TaskId>> {
+        self.levels()
+            .iter()
+            .map(|w| w.iter().map(|&i| &self.node_at(i as usize).id).collect())
+            .collect()
+    }
+
+    /// Number of waves.
+    pub fn wave_count(&self) -> usize {
+        self.levels().count()
+    }
+
+    /// The wave (0-based) of the task `id`; `None` for a completed or
+    /// unknown task.
+    pub fn wave_of(&self, id: &str) -> Option<usize> {
+        let level = *self.levels().level.get(self.index_of(id)?)?;
+        (level != UNASSIGNED).then_some(level as usize)
+    }
 }
 
-impl Adjacency {
-    /// From edges sorted by source, then target.
-    fn from_sorted(n: usize, edges: &[(u32, u32)]) -> Self {
-        let mut start = vec![0u32; n + 1];
-        for &(a, _) in edges {
-            start[a as usize + 1] += 1;
+impl CheckReport {
+    /// The report for the result of [`Dag::build`], which fails only with
+    /// [`ScheduleError::Invalid`] (at least one problem).
+    pub fn from_build(result: &Result<Dag, ScheduleError>) -> Self {
+        match result {
+            Ok(dag) => Self {
+                ok: true,
+                errors: Vec::new(),
+                warnings: dag.cycles().to_vec(),
+            },
+            Err(e) => Self {
+                ok: false,
+                errors: e.problems().to_vec(),
+                warnings: Vec::new(),
+            },
         }
-        for k in 0..n {
-            start[k + 1] += start[k];
-        }
-        Self {
-            start,
-            targets: edges.iter().map(|&(_, b)| b).collect(),
-        }
-    }
-
-    /// The reversed graph (a stable counting sort keeps targets ascending).
-    fn transpose(&self) -> Self {
-        let n = self.len();
-        let mut start = vec![0u32; n + 1];
-        for &b in &self.targets {
-            start[b as usize + 1] += 1;
-        }
-        for k in 0..n {
-            start[k + 1] += start[k];
-        }
-        let mut fill = start.clone();
-        let mut targets = vec![0u32; self.targets.len()];
-        for a in 0..n {
-            for &b in self.of(a) {
-                let slot = &mut fill[b as usize];
-                #[allow(clippy::cast_possible_truncation)] // node indices are u32
-                {
-                    targets[*slot as usize] = a as u32;
-                }
-                *slot += 1;
-            }
-        }
-        Self { start, targets }
-    }
-
-    pub(crate) fn of(&self, i: usize) -> &[u32] {
-        &self.targets[self.start[i] as usize..self.start[i + 1] as usize]
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.start.len() - 1
-    }
-
-    fn to_csr(&self) -> CsrGraph {
-        let mut edges = Vec::with_capacity(self.targets.len());
-        for a in 0..self.len() {
-            #[allow(clippy::cast_possible_truncation)] // node indices are u32
-            edges.extend(self.of(a).iter().map(|&b| (a as u32, b)));
-        }
-        // Rows are ascending and unique by construction.
-        let mut g = CsrGraph::from_sorted_edges(&edges).unwrap_or_default();
-        while g.node_count() < self.len() {
-            g.add_node(());
-        }
-        g
     }
 }

@@ -70,6 +70,7 @@ mod cycles;
 mod dag;
 mod dispatch;
 mod error;
+mod graph;
 mod index;
 mod loaded;
 mod node;

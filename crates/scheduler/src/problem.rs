@@ -11,9 +11,6 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use wavecrew_core::TaskId;
 
-use crate::dag::Dag;
-use crate::error::ScheduleError;
-
 /// The kind of a [`GraphProblem`]; its string form is the JSON `kind`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -147,25 +144,6 @@ pub struct CheckReport {
     /// [`CyclePolicy::Force`](crate::CyclePolicy::Force).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<GraphProblem>,
-}
-
-impl CheckReport {
-    /// The report for the result of [`Dag::build`], which fails only with
-    /// [`ScheduleError::Invalid`] (at least one problem).
-    pub fn from_build(result: &Result<Dag, ScheduleError>) -> Self {
-        match result {
-            Ok(dag) => Self {
-                ok: true,
-                errors: Vec::new(),
-                warnings: dag.cycles().to_vec(),
-            },
-            Err(e) => Self {
-                ok: false,
-                errors: e.problems().to_vec(),
-                warnings: Vec::new(),
-            },
-        }
-    }
 }
 
 #[cfg(test)]

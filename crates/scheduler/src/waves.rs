@@ -12,13 +12,13 @@
 
 use wavecrew_core::TaskId;
 
-use crate::dag::{Adjacency, Dag};
+use crate::graph::Adjacency;
 use crate::node::TaskNode;
 
 /// The level of a task that is in no wave (completed, or stuck on a cycle).
 pub(crate) const UNASSIGNED: u32 = u32::MAX;
 
-/// The waves of a [`Dag`].
+/// The waves of a [`Dag`](crate::Dag).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Waves {
     /// The waves in order; ids sorted within each.
@@ -50,40 +50,6 @@ impl Waves {
         self.waves
             .iter()
             .position(|w| w.iter().any(|t| t.as_str() == id))
-    }
-}
-
-impl Dag {
-    /// The waves (Kahn levels, computed at build time), as owned ids.
-    pub fn waves(&self) -> Waves {
-        let levels = self.levels();
-        let id = |i: &u32| self.node_at(*i as usize).id.clone();
-        Waves {
-            waves: levels.iter().map(|w| w.iter().map(id).collect()).collect(),
-            forced: levels.forced.iter().map(id).collect(),
-            warnings: levels.warnings.clone(),
-        }
-    }
-
-    /// The waves as borrowed ids: the same as [`Dag::waves`] without
-    /// copying an id (what a million-task graph wants).
-    pub fn wave_ids(&self) -> Vec<Vec<&TaskId>> {
-        self.levels()
-            .iter()
-            .map(|w| w.iter().map(|&i| &self.node_at(i as usize).id).collect())
-            .collect()
-    }
-
-    /// Number of waves.
-    pub fn wave_count(&self) -> usize {
-        self.levels().count()
-    }
-
-    /// The wave (0-based) of the task `id`; `None` for a completed or
-    /// unknown task.
-    pub fn wave_of(&self, id: &str) -> Option<usize> {
-        let level = *self.levels().level.get(self.index_of(id)?)?;
-        (level != UNASSIGNED).then_some(level as usize)
     }
 }
 

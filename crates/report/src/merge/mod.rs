@@ -18,7 +18,8 @@ use serde::Serialize;
 use serde_json::Value;
 use wavecrew_isolation::{Inspection, Repo};
 
-use crate::data::TaskReport;
+use crate::task::TaskReport;
+pub use crate::task::{Conflict, MergeEvent, TaskMerge, UpstreamCommit};
 
 mod text;
 
@@ -29,106 +30,6 @@ pub use text::{queue_markdown, queue_text};
 /// wavecrew show them).
 pub fn short(commit: &str) -> &str {
     commit.get(..12).unwrap_or(commit)
-}
-
-/// A landed commit that touched a file a task conflicted on.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct UpstreamCommit {
-    /// The commit.
-    pub commit: Option<String>,
-    /// Its subject line.
-    pub subject: Option<String>,
-    /// The task that landed it, when it carries a task's trailer.
-    pub task: Option<String>,
-}
-
-/// One conflict a task met when its work was to land.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Conflict {
-    /// The conflicted files.
-    pub files: Vec<String>,
-    /// The tasks whose landed work it conflicts with (`with`, else the
-    /// upstream commits' tasks).
-    pub with: Vec<String>,
-    /// The landed commits that touched those files.
-    pub upstream: Vec<UpstreamCommit>,
-    /// git's messages.
-    pub messages: Option<String>,
-}
-
-/// A merge-queue record of a task on the bus.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct MergeEvent {
-    /// When (the record's `ts`).
-    pub ts: String,
-    /// `merged` (`task_merged`), `conflict` (`merge_conflict`) or
-    /// `rejected` (`merge_rejected`: the merged result failed
-    /// `[integration] verify`).
-    pub kind: String,
-    /// The merge commit (`merged`).
-    pub commit: Option<String>,
-    /// The conflicted files (`conflict`).
-    pub files: Vec<String>,
-    /// The tasks it conflicts with (`conflict`).
-    pub with: Vec<String>,
-    /// The verify command that failed (`rejected`).
-    pub command: Option<String>,
-    /// Whether a revision follows (`conflict`, `rejected`); false: the task
-    /// is blocked or failed.
-    pub revision: Option<bool>,
-}
-
-/// A task's merge facts.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct TaskMerge {
-    /// The task's branch (`wavecrew-tasks/<session-id>/<task>/<attempt>`).
-    pub branch: Option<String>,
-    /// The commit its worktree started from.
-    pub base: Option<String>,
-    /// The commit on the integration branch that landed it; None when it
-    /// has not landed, or changed nothing.
-    pub merge_commit: Option<String>,
-    /// The conflict it ended on (a blocked or failed task).
-    pub conflict: Option<Conflict>,
-    /// Every conflict it met, oldest first.
-    pub conflicts: Vec<Conflict>,
-    /// The `[integration] verify` command its merged result failed, when
-    /// that kept it from landing (its result's `verify.command`).
-    pub rejected_by: Option<String>,
-    /// Its `task_merged`, `merge_conflict` and `merge_rejected` records.
-    pub events: Vec<MergeEvent>,
-}
-
-impl TaskMerge {
-    /// Every conflict it met: `conflicts`, else the one it ended on, else
-    /// those its bus records name.
-    pub fn all_conflicts(&self) -> Vec<Conflict> {
-        if !self.conflicts.is_empty() {
-            return self.conflicts.clone();
-        }
-        if let Some(c) = &self.conflict {
-            return vec![c.clone()];
-        }
-        self.events
-            .iter()
-            .filter(|e| e.kind == "conflict")
-            .map(|e| Conflict {
-                files: e.files.clone(),
-                with: e.with.clone(),
-                upstream: Vec::new(),
-                messages: None,
-            })
-            .collect()
-    }
-
-    /// When it landed (its `task_merged` record).
-    pub fn landed_at(&self) -> Option<&str> {
-        self.events
-            .iter()
-            .rev()
-            .find(|e| e.kind == "merged")
-            .map(|e| e.ts.as_str())
-    }
 }
 
 fn string(v: Option<&Value>) -> Option<String> {

@@ -6,7 +6,7 @@
 use std::fmt::Write as _;
 
 use super::{BlockedEntry, MergeQueue, TaskMerge, short};
-use crate::data::TaskReport;
+use crate::task::TaskReport;
 
 pub(crate) fn with_text(with: &[String]) -> String {
     if with.is_empty() {
