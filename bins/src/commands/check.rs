@@ -382,20 +382,13 @@ async fn acceptance(args: &AcceptanceArgs) -> CmdResult {
 }
 
 /// The folder a task's commands run in: its `working_dir` inside the
-/// project, else the project root.
+/// project, else the project root; the rule the run follows
+/// ([`wavecrew_sys::path::working_dir`]).
 fn task_folder(base: &Path, working_dir: Option<&str>) -> Result<PathBuf, CliError> {
-    let Some(wd) = working_dir.filter(|w| !w.is_empty()) else {
-        return Ok(base.to_owned());
-    };
-    let p = Path::new(wd);
-    let inside = !p.is_absolute()
-        && !p
-            .components()
-            .any(|c| matches!(c, std::path::Component::ParentDir));
-    if !inside {
-        return Err(CliError::bad_input(anyhow::anyhow!(
-            "working_dir `{wd}` is outside the project"
-        )));
-    }
-    Ok(base.join(p))
+    wavecrew_sys::path::working_dir(base, working_dir).map_err(|e| {
+        CliError::bad_input(anyhow::anyhow!(
+            "working_dir `{}` is outside the project: {e}",
+            working_dir.unwrap_or_default()
+        ))
+    })
 }

@@ -8,7 +8,6 @@
 //! run ends with the completion report.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use clap::Args;
 
@@ -173,28 +172,16 @@ pub fn write_demo(dir: &Path) -> std::io::Result<()> {
         std::fs::write(path, text)?;
     }
     let git = |args: &[&str]| {
-        Command::new("git")
+        wavecrew_sys::git::git(dir)
+            .identity("wavecrew demo", "demo@wavecrew.invalid")
             .args(args)
-            .current_dir(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success())
+            .succeeds()
     };
     // Without git the demo still runs; files changed then come from the
     // agent's own events.
     let _ = git(&["init", "-q"])
         && git(&["add", "."])
-        && git(&[
-            "-c",
-            "user.name=wavecrew demo",
-            "-c",
-            "user.email=demo@wavecrew.invalid",
-            "commit",
-            "-qm",
-            "demo: starting point",
-        ]);
+        && git(&["commit", "-qm", "demo: starting point"]);
     Ok(())
 }
 

@@ -36,7 +36,7 @@ pub struct StatusArgs {
 }
 
 fn session_dir(path: &std::path::Path) -> Result<PathBuf, CliError> {
-    if !path.join("tasks").is_dir() && !path.join("team-session.json").is_file() {
+    if !wavecrew_core::SessionLayout::new(path).looks_like_session() {
         return Err(CliError::bad_input(anyhow::anyhow!(
             "{}: not a session folder (no tasks/ and no team-session.json)",
             path.display()

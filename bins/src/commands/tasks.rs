@@ -139,7 +139,8 @@ fn append_step_summary(target: &Path, summary: &Path) -> std::io::Result<()> {
 
 /// The one object `wavecrew run --json` prints.
 pub fn final_object(session: &Path, code: Exit, error: Option<&str>) -> Value {
-    let reports = session.join("reports");
+    let layout = wavecrew_core::SessionLayout::new(session);
+    let reports = layout.reports();
     let run_summary: Option<Value> = std::fs::read(reports.join("run-summary.json"))
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok());
@@ -155,8 +156,8 @@ pub fn final_object(session: &Path, code: Exit, error: Option<&str>) -> Value {
                 "id": t.id,
                 "status": t.status,
                 "error": why,
-                "attempts": session.join("attempts").join(t.id.as_str()),
-                "log": session.join("workers").join(format!("{}.log", t.id.as_str())),
+                "attempts": layout.attempts(t.id.as_str()),
+                "log": layout.worker_log(t.id.as_str()),
             })
         })
         .collect();

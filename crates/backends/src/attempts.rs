@@ -137,7 +137,7 @@ pub struct TaskAttempts<'a> {
 
 /// The attempts folder of a task.
 pub fn task_attempts_dir(session_dir: &Path, task_id: &TaskId) -> PathBuf {
-    session_dir.join("attempts").join(task_id.as_str())
+    wavecrew_core::SessionLayout::new(session_dir).attempts(task_id.as_str())
 }
 
 /// Numbers of the attempt folders that exist, sorted.

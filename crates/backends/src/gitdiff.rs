@@ -9,7 +9,6 @@
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 /// The dirty files of a work tree at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,24 +26,16 @@ fn content_hash(path: &Path) -> Option<u64> {
     Some(h.finish())
 }
 
+/// stdout of `git <args>` run in `cwd`; `None` when it fails.
 fn git(cwd: &Path, args: &[&str]) -> Option<Vec<u8>> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stderr(Stdio::null())
-        .output()
-        .ok()?;
-    out.status.success().then_some(out.stdout)
+    wavecrew_sys::git::git(cwd).args(args).run().ok()
 }
 
 /// Whether `git` could find a repository from `cwd`: a `.git` (folder or
-/// file) in it or a folder above it, or `GIT_DIR` set. When this says no,
-/// `git rev-parse` would fail too, so no process is started to ask.
+/// file) in it or a folder above it (`GIT_DIR` is never honoured: wavecrew's
+/// git ignores it). When this says no, `git rev-parse` would fail too, so
+/// no process is started to ask.
 fn may_be_in_git(cwd: &Path) -> bool {
-    if std::env::var_os("GIT_DIR").is_some() {
-        return true;
-    }
     let start = if cwd.is_absolute() {
         cwd.to_path_buf()
     } else {
@@ -126,14 +117,11 @@ mod tests {
     use super::*;
 
     fn sh(dir: &Path, args: &[&str]) {
-        let ok = Command::new("git")
+        wavecrew_sys::git::git(dir)
+            .identity("t", "t@e")
             .args(args)
-            .current_dir(dir)
-            .stdout(Stdio::null())
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "git {args:?}");
+            .run()
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 
     #[test]
@@ -144,18 +132,7 @@ mod tests {
         std::fs::write(d.join("a.txt"), "a").unwrap();
         std::fs::write(d.join("b.txt"), "b").unwrap();
         sh(d, &["add", "."]);
-        sh(
-            d,
-            &[
-                "-c",
-                "user.email=t@e",
-                "-c",
-                "user.name=t",
-                "commit",
-                "-qm",
-                "init",
-            ],
-        );
+        sh(d, &["commit", "-qm", "init"]);
         std::fs::write(d.join("a.txt"), "dirty").unwrap();
         std::fs::write(d.join("left.txt"), "alone").unwrap();
         let before = Snapshot::take(d).unwrap();

@@ -565,11 +565,9 @@ struct Prepared {
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, AttemptError> {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(v) => Ok(v),
-        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
-        Err(e) => Err(AttemptError::Abandoned(e.to_string())),
-    }
+    wavecrew_sys::process::try_blocking(work)
+        .await
+        .map_err(|e| AttemptError::Abandoned(e.0))
 }
 
 /// Why an attempt that did not succeed failed, in one text.

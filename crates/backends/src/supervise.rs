@@ -26,10 +26,8 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio::time::Instant;
 use wavecrew_core::Limits;
 
@@ -152,82 +150,8 @@ impl PipeLeak {
     }
 }
 
-/// A process group that may be signalled: a positive id above 1 that is
-/// not wavecrew's own group. `killpg(0, …)` signals the caller's own group
-/// and `killpg(1, …)` init's; neither can be built.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Pgid(Pid);
-
-impl Pgid {
-    /// The group led by the process `pid` (a child spawned as the leader
-    /// of its own group); `None` when there is no pid, or it is 0, 1, out
-    /// of range, or wavecrew's own group.
-    pub fn of_leader(pid: Option<u32>) -> Option<Pgid> {
-        let raw = i32::try_from(pid?).ok().filter(|p| *p > 1)?;
-        let pid = Pid::from_raw(raw);
-        (pid != nix::unistd::getpgrp()).then_some(Pgid(pid))
-    }
-
-    /// The raw id.
-    pub fn as_raw(self) -> i32 {
-        self.0.as_raw()
-    }
-}
-
-/// A bounded tail of a stream.
-#[derive(Default)]
-struct Tail(Vec<u8>);
-
-impl Tail {
-    fn push(&mut self, bytes: &[u8]) {
-        self.0.extend_from_slice(bytes);
-        if self.0.len() > TAIL_BYTES {
-            let cut = self.0.len() - TAIL_BYTES;
-            self.0.drain(..cut);
-        }
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0).into_owned()
-    }
-}
-
-/// Send `signal` to the group; `false` when the group no longer exists.
-fn signal_group(pgid: Pgid, signal: Signal) -> bool {
-    !matches!(killpg(pgid.0, signal), Err(nix::errno::Errno::ESRCH))
-}
-
-/// Whether any process of the group is still there.
-fn group_alive(pgid: Pgid) -> bool {
-    !matches!(killpg(pgid.0, None), Err(nix::errno::Errno::ESRCH))
-}
-
-/// Stop the child and everything in its group: SIGTERM to the group, up to
-/// `grace` for it to empty, then SIGKILL. Without a group to signal, the
-/// child alone is killed through its handle (never through group 0).
-async fn terminate(child: &mut Child, pgid: Option<Pgid>, grace: Duration) {
-    match pgid {
-        Some(pgid) => terminate_group(pgid, grace).await,
-        None => {
-            let _ = child.start_kill();
-        }
-    }
-}
-
-/// SIGTERM the group, wait up to `grace` for it to empty, then SIGKILL.
-async fn terminate_group(pgid: Pgid, grace: Duration) {
-    if !signal_group(pgid, Signal::SIGTERM) {
-        return;
-    }
-    let deadline = Instant::now() + grace;
-    while Instant::now() < deadline {
-        if !group_alive(pgid) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    signal_group(pgid, Signal::SIGKILL);
-}
+pub use wavecrew_sys::process::Pgid;
+use wavecrew_sys::process::{Tail, new_group, terminate};
 
 async fn open_sink(path: Option<&Path>) -> Option<tokio::fs::File> {
     let path = path?;
@@ -274,9 +198,9 @@ pub async fn supervise_until(
         leak: None,
     };
     let mut cmd = Command::new(&spawn.program);
+    new_group(&mut cmd);
     cmd.args(&spawn.args)
         .current_dir(&spawn.cwd)
-        .process_group(0)
         .kill_on_drop(true)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -319,7 +243,7 @@ pub async fn supervise_until(
     }
     let mut stdout = child.stdout.take().map(BufReader::new);
     let mut stderr = child.stderr.take().map(BufReader::new);
-    let (mut out_tail, mut err_tail) = (Tail::default(), Tail::default());
+    let (mut out_tail, mut err_tail) = (Tail::new(TAIL_BYTES), Tail::new(TAIL_BYTES));
     let wall_deadline = started + limits.wall;
     let mut last_output = Instant::now();
     let mut out_buf = Vec::new();
@@ -453,38 +377,5 @@ async fn write_sink(sink: &mut Option<tokio::fs::File>, bytes: &[u8]) {
         && f.write_all(bytes).await.is_err()
     {
         *sink = None;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::os::unix::process::ExitStatusExt;
-
-    use super::*;
-
-    #[test]
-    fn no_group_from_a_missing_zero_init_or_own_pid() {
-        let own = u32::try_from(nix::unistd::getpgrp().as_raw()).unwrap();
-        for pid in [None, Some(0), Some(1), Some(own), Some(u32::MAX)] {
-            assert_eq!(Pgid::of_leader(pid), None, "{pid:?}");
-        }
-        let Some(pgid) = Pgid::of_leader(Some(4242)) else {
-            panic!("a plain pid is a group")
-        };
-        assert_eq!(pgid.as_raw(), 4242);
-    }
-
-    #[tokio::test]
-    async fn a_child_without_a_group_is_killed_through_its_handle() {
-        // Were this a `killpg(0, …)`, the SIGTERM would end this test
-        // process (its own group) instead of the child.
-        let mut child = Command::new("sleep")
-            .arg("600")
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        terminate(&mut child, None, Duration::from_millis(100)).await;
-        let status = child.wait().await.unwrap();
-        assert_eq!(status.signal(), Some(Signal::SIGKILL as i32));
     }
 }

@@ -108,13 +108,7 @@ impl std::fmt::Debug for Coordinator {
     }
 }
 
-/// Run blocking work (the synchronous stores, git) off the async threads.
-pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(v) => v,
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
-    }
-}
+pub(crate) use wavecrew_sys::process::blocking;
 
 /// The ref a host sends attempt `attempt` of `task` from.
 pub(crate) fn attempt_branch(task: &str, attempt: u32) -> String {
@@ -569,7 +563,7 @@ impl Coordinator {
         {
             return Ok(n);
         }
-        let dir = self.session_dir.join("attempts").join(task);
+        let dir = wavecrew_core::SessionLayout::new(&self.session_dir).attempts(task);
         let n = wavecrew_backends::attempts::existing_attempts(&dir)
             .last()
             .copied()

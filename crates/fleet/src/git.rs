@@ -1,46 +1,39 @@
-//! The few git commands a host runs on its cache, with argv (never a shell)
-//! and a fixed identity for the attempt commits.
+//! The few git commands a host runs on its cache, through the ground
+//! floor's one runner ([`wavecrew_sys::git`]), committing as wavecrew.
 
 use std::path::Path;
-use std::process::Command;
+
+use wavecrew_sys::git::GitError;
 
 use crate::error::{FleetError, Result};
 
+/// `git -C <dir> <args>`, committing as wavecrew.
+fn command(dir: &Path, args: &[&str]) -> wavecrew_sys::git::Git {
+    wavecrew_sys::git::git(dir)
+        .identity("wavecrew", "wavecrew@localhost")
+        .args(args)
+}
+
+/// The error of `args`, for a message.
+fn error(args: &[&str], e: GitError) -> FleetError {
+    FleetError::Git {
+        command: args.join(" "),
+        message: match e {
+            GitError::Failed { stderr, .. } => stderr,
+            GitError::Spawn { source, .. } => format!("cannot run git: {source}"),
+            other => other.to_string(),
+        },
+    }
+}
+
 /// Run `git -C <dir> <args>`; its trimmed stdout.
 pub(crate) fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "wavecrew")
-        .env("GIT_AUTHOR_EMAIL", "wavecrew@localhost")
-        .env("GIT_COMMITTER_NAME", "wavecrew")
-        .env("GIT_COMMITTER_EMAIL", "wavecrew@localhost")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .output()
-        .map_err(|e| FleetError::Git {
-            command: args.join(" "),
-            message: format!("cannot run git: {e}"),
-        })?;
-    if !out.status.success() {
-        return Err(FleetError::Git {
-            command: args.join(" "),
-            message: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    let out = command(dir, args).run().map_err(|e| error(args, e))?;
+    Ok(String::from_utf8_lossy(&out).trim().to_owned())
 }
 
 /// Whether `git -C <dir> <args>` exits 0 (for `diff --quiet`).
 pub(crate) fn git_test(dir: &Path, args: &[&str]) -> Result<bool> {
-    let status = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .status()
-        .map_err(|e| FleetError::Git {
-            command: args.join(" "),
-            message: format!("cannot run git: {e}"),
-        })?;
-    Ok(status.success())
+    let (_, out) = command(dir, args).output().map_err(|e| error(args, e))?;
+    Ok(out.status.success())
 }

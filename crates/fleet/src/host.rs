@@ -527,23 +527,17 @@ impl Served {
                     what: task.id.as_str().to_owned(),
                     message: "no role of the session takes it".into(),
                 })?;
-        let logs = session_dir.join("workers");
-        std::fs::create_dir_all(&logs).map_err(|e| FleetError::io("creating", &logs, e))?;
-        let log_path = logs.join(format!("{}.log", task.id.as_str()));
-        let log = std::fs::File::create(&log_path)
-            .map_err(|e| FleetError::io("creating", &log_path, e))?;
-        let stderr_log = log
-            .try_clone()
-            .map_err(|e| FleetError::io("opening", &log_path, e))?;
-        let mut child = tokio::process::Command::new(&program)
-            .args(&args)
-            .stdin(std::process::Stdio::null())
-            .stdout(log)
-            .stderr(stderr_log)
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| FleetError::io("starting", &program, e))?;
+        let log_path = wavecrew_core::SessionLayout::new(session_dir).worker_log(task.id.as_str());
+        let mut child = wavecrew_sys::process::spawn_logged(
+            &program,
+            &args,
+            &log_path,
+            wavecrew_sys::process::LoggedSpawn {
+                new_group: true,
+                kill_on_drop: true,
+            },
+        )
+        .map_err(|e| FleetError::io("starting", &program, e))?;
         let pid = child.id();
         let beat = self.card.ack_wait() / 3;
         let mut last_ok = Instant::now();
@@ -756,13 +750,7 @@ fn in_place_config(text: Option<&str>) -> Result<String> {
 
 /// SIGKILL the process group of `pid` (the role binary and its agent).
 fn kill_group(pid: Option<u32>) {
-    let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) else {
-        return;
-    };
-    let _ = nix::sys::signal::killpg(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGKILL,
-    );
+    wavecrew_sys::process::kill_group(pid);
 }
 
 #[cfg(test)]

@@ -105,7 +105,7 @@ impl SessionKit {
             let path = dir.join(checked_rel(rel)?);
             write_file(&path, text.as_bytes())?;
         }
-        std::fs::create_dir_all(dir.join("tasks"))
+        std::fs::create_dir_all(wavecrew_core::SessionLayout::new(&dir).tasks())
             .map_err(|e| FleetError::io("creating", &dir, e))?;
         Ok(dir)
     }
@@ -158,18 +158,19 @@ impl AttemptPack {
         since: std::time::SystemTime,
     ) -> Result<(BTreeMap<String, String>, Vec<Value>)> {
         let mut files = BTreeMap::new();
-        let attempts = session_dir.join("attempts").join(task);
+        let layout = wavecrew_core::SessionLayout::new(session_dir);
+        let attempts = layout.attempts(task);
         if attempts.is_dir() {
             collect_files(session_dir, &attempts, &mut files)?;
         }
-        let log = session_dir.join("workers").join(format!("{task}.log"));
+        let log = layout.worker_log(task);
         if let Ok(bytes) = std::fs::read(&log) {
             files.insert(
                 format!("workers/{task}.log"),
                 String::from_utf8_lossy(&bytes).into_owned(),
             );
         }
-        let artifacts = session_dir.join("artifacts");
+        let artifacts = layout.artifacts();
         if artifacts.is_dir() {
             let mut all = BTreeMap::new();
             collect_files(session_dir, &artifacts, &mut all)?;
@@ -182,7 +183,7 @@ impl AttemptPack {
                 }
             }
         }
-        let log = session_dir.join(".msg").join("messages.jsonl");
+        let log = wavecrew_msgbus::BusPaths::log_in(session_dir);
         let text = std::fs::read_to_string(&log).unwrap_or_default();
         let records = text
             .lines()

@@ -1,14 +1,12 @@
 //! Checks on the strings that become ref names and path segments: session
-//! ids, task ids, worktree names, and the project-relative paths of
-//! `exclude` and `copy`.
+//! ids, task ids, worktree names; the project-relative paths of `exclude`
+//! and `copy` go through the ground floor's `ProjectPath`.
 //!
 //! An id is one segment of 1–128 ASCII letters, digits, `-`, `_` and `.`
 //! (the rule of `wavecrew_core::id`), tightened by `git check-ref-format`:
 //! not starting with `-` or `.`, no `..`, not ending with `.` or `.lock`.
 //! The character set already leaves out spaces, `/`, `\`, control
 //! characters and `~^:?*[@{`.
-
-use std::path::{Component, Path};
 
 use crate::error::{IsolationError, Result};
 
@@ -61,46 +59,20 @@ fn id_problem(s: &str) -> Option<String> {
 
 /// A possibly hostile string, truncated for a message.
 fn shown(s: &str) -> String {
-    const KEEP: usize = 60;
-    if s.chars().count() <= KEEP {
-        s.to_owned()
-    } else {
-        let head: String = s.chars().take(KEEP).collect();
-        format!("{head}… ({} bytes)", s.len())
-    }
+    wavecrew_sys::path::shown(s)
 }
 
-/// Check a project-relative path from the `what` list (`exclude`, `copy`);
-/// returns it normalised (`./a//b` → `a/b`).
+/// Check a project-relative path from the `what` list (`exclude`, `copy`)
+/// with the one rule of [`wavecrew_sys::path::ProjectPath`]; returns it
+/// normalised (`./a//b` → `a/b`).
 pub(crate) fn check_rel_path(what: &'static str, s: &str) -> Result<String> {
-    let fail = |problem| {
-        Err(IsolationError::InvalidPath {
+    wavecrew_sys::path::ProjectPath::parse(s)
+        .map(|p| p.as_str().to_owned())
+        .map_err(|e| IsolationError::InvalidPath {
             what,
-            given: shown(s),
-            problem,
+            given: e.given,
+            problem: e.problem,
         })
-    };
-    if s.is_empty() {
-        return fail("it is empty");
-    }
-    if s.chars().any(char::is_control) {
-        return fail("it contains a control character");
-    }
-    let path = Path::new(s);
-    let mut normal = Vec::new();
-    for c in path.components() {
-        match c {
-            Component::Normal(seg) if seg == ".git" => return fail("it is inside `.git`"),
-            Component::Normal(seg) => normal.push(seg.to_string_lossy()),
-            Component::CurDir => {}
-            Component::ParentDir => return fail("it contains `..`"),
-            Component::RootDir | Component::Prefix(_) => return fail("it is absolute"),
-        }
-    }
-    if normal.is_empty() {
-        return fail("it names the project itself");
-    }
-    Ok(normal.join("/"))
 }
 
 #[cfg(test)]

@@ -110,24 +110,14 @@ fn landings(repo: &Repo, state: &State, tip: &str) -> Result<Vec<LandedTask>> {
 
 #[cfg(test)]
 mod tests {
-    use std::process::Command;
-
     use super::*;
     use crate::{Integration, Landing};
 
     fn git_in(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(dir)
+        crate::git::git(dir)
             .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+            .text()
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     #[test]

@@ -607,7 +607,7 @@ pub(crate) fn add_all(
             with_index(&["reset", "--quiet", head, "--", x]).run()?;
         }
     }
-    with_index(&["write-tree"]).text()
+    Ok(with_index(&["write-tree"]).text()?)
 }
 
 /// The state file of `state_dir`, checked (format version, session id,

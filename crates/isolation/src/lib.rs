@@ -59,8 +59,9 @@
 //! | locks | `state_dir/land.lock` (start and the merge queue), `state_dir/worktrees.lock`, `state_dir/shadow.lock` (making the shadow) |
 //! | what landed | the `Wavecrew-Task: <session-id>/<task>` trailers on the integration branch |
 //!
-//! Ground rules: every git call is an argv (never a shell) with the
-//! repository-redirecting variables removed (a shadow's git dir and work
+//! Ground rules: every git call goes through the one runner of
+//! `wavecrew_sys::git` (an argv, never a shell, hooks and the fsmonitor
+//! off) with the repository-redirecting variables removed (a shadow's git dir and work
 //! tree are passed as `--git-dir`/`--work-tree` arguments instead); every ref change is a
 //! compare-and-swap `git update-ref <ref> <new> <old>`; every state file is
 //! written atomically; every id that becomes a ref or a path is checked
@@ -72,15 +73,14 @@
 //!
 //! ```
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! use std::process::Command;
 //! use wavecrew_isolation::{Integration, Landing, Repo};
+//! use wavecrew_sys::git::git;
 //!
 //! let dir = tempfile::tempdir()?;
-//! let git = |args: &[&str]| Command::new("git").arg("-C").arg(dir.path()).args(args).status();
-//! git(&["init", "-q"])?;
+//! git(dir.path()).args(["init", "-q"]).run()?;
 //! std::fs::write(dir.path().join("README"), "hello\n")?;
-//! git(&["add", "README"])?;
-//! git(&["-c", "user.name=a", "-c", "user.email=a@b", "commit", "-qm", "first"])?;
+//! git(dir.path()).args(["add", "README"]).run()?;
+//! git(dir.path()).identity("a", "a@b").args(["commit", "-qm", "first"]).run()?;
 //!
 //! let repo = Repo::open(dir.path())?.expect("a git work tree");
 //! let state = dir.path().join(".workflow/isolation");

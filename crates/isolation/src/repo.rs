@@ -163,24 +163,27 @@ impl Repo {
     /// Like [`Repo::resolve`], but a missing rev is an error.
     pub(crate) fn must_resolve(&self, rev: &str) -> Result<String> {
         let spec = format!("{rev}^{{commit}}");
-        self.git()
+        Ok(self
+            .git()
             .args(["rev-parse", "--verify", "--end-of-options", &spec])
-            .text()
+            .text()?)
     }
 
     /// The tree of commit `commit`.
     pub(crate) fn tree_of(&self, commit: &str) -> Result<String> {
         let spec = format!("{commit}^{{tree}}");
-        self.git()
+        Ok(self
+            .git()
             .args(["rev-parse", "--verify", "--end-of-options", &spec])
-            .text()
+            .text()?)
     }
 
     /// Whether `a` is an ancestor of (or equal to) `b`.
     pub(crate) fn is_ancestor(&self, a: &str, b: &str) -> Result<bool> {
-        self.git()
+        Ok(self
+            .git()
             .args(["merge-base", "--is-ancestor", a, b])
-            .test()
+            .test()?)
     }
 
     /// Compare-and-swap `reference` from `old` (empty: must not exist) to
@@ -247,7 +250,7 @@ impl Repo {
         for p in parents {
             cmd = cmd.args(["-p", p]);
         }
-        cmd.arg(tree).stdin(message.as_bytes().to_vec()).text()
+        Ok(cmd.arg(tree).stdin(message.as_bytes().to_vec()).text()?)
     }
 }
 

@@ -115,7 +115,7 @@ pub(crate) fn list_worktrees(repo: &Repo) -> Result<Vec<Listed>> {
     let out = match list() {
         Ok(out) => out,
         Err(e) if repair_half_added(repo) => list().map_err(|_| e)?,
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let mut all = Vec::new();
     let mut current: Option<Listed> = None;

@@ -42,7 +42,15 @@ impl BusPaths {
 
     /// `<session>/.msg`.
     pub fn msg_dir(&self) -> PathBuf {
-        self.session_dir().join(".msg")
+        wavecrew_core::SessionLayout::new(self.session_dir()).msg()
+    }
+
+    /// `<session_dir>/.msg/messages.jsonl`, for a session folder known by
+    /// its path alone.
+    pub fn log_in(session_dir: &Path) -> PathBuf {
+        wavecrew_core::SessionLayout::new(session_dir)
+            .msg()
+            .join("messages.jsonl")
     }
 
     /// `<session>/.msg/messages.jsonl`.

@@ -5,7 +5,8 @@
 //! * [`SessionBuilder`]: a project folder with a session in it, built in a few
 //!   lines;
 //! * [`run_bin`]: run one of the workspace's binaries and render its exit
-//!   code, stdout and stderr as one redacted text, ready to snapshot.
+//!   code, stdout and stderr as one redacted text, ready to snapshot;
+//! * [`git`](mod@git): git through wavecrew's one runner, as a test identity.
 //!
 //! ```
 //! let text = wavecrew_testkit::redact("at 2026-03-04T09:15:02.481+00:00 in /tmp/.tmpAbC123/x took 12ms pid 4242");
@@ -14,6 +15,7 @@
 
 pub mod agent_cli_bins;
 mod cli;
+pub mod git;
 pub mod model_server;
 mod redact;
 mod session;

@@ -9,12 +9,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::time::Instant;
+use wavecrew_sys::process::{Pgid, Tail, new_group, terminate};
 
 /// How much of each stream is kept.
 pub const OUTPUT_LIMIT: usize = 256 * 1024;
@@ -144,28 +143,8 @@ impl Output {
     }
 }
 
-/// Keeps the last `OUTPUT_LIMIT` bytes of a stream.
-struct Tail {
-    bytes: Vec<u8>,
-    cut: bool,
-}
-
-impl Tail {
-    fn push(&mut self, chunk: &[u8]) {
-        self.bytes.extend_from_slice(chunk);
-        if self.bytes.len() > OUTPUT_LIMIT {
-            let excess = self.bytes.len() - OUTPUT_LIMIT;
-            self.bytes.drain(..excess);
-            self.cut = true;
-        }
-    }
-}
-
 async fn drain<R: AsyncRead + Unpin>(reader: Option<R>) -> Tail {
-    let mut tail = Tail {
-        bytes: Vec::new(),
-        cut: false,
-    };
+    let mut tail = Tail::new(OUTPUT_LIMIT);
     let Some(mut reader) = reader else {
         return tail;
     };
@@ -177,25 +156,6 @@ async fn drain<R: AsyncRead + Unpin>(reader: Option<R>) -> Tail {
         }
     }
     tail
-}
-
-fn group_alive(pgid: Pid) -> bool {
-    !matches!(killpg(pgid, None), Err(nix::errno::Errno::ESRCH))
-}
-
-/// SIGTERM the group, wait up to [`GRACE`] for it to empty, then SIGKILL.
-async fn kill_group(pgid: Pid) {
-    if matches!(killpg(pgid, Signal::SIGTERM), Err(nix::errno::Errno::ESRCH)) {
-        return;
-    }
-    let deadline = Instant::now() + GRACE;
-    while Instant::now() < deadline {
-        if !group_alive(pgid) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let _ = killpg(pgid, Signal::SIGKILL);
 }
 
 /// Run `cmd` to the end or to its timeout. Never fails: a program that
@@ -212,11 +172,11 @@ pub async fn run(cmd: &Cmd) -> Output {
         .env("NO_COLOR", "1")
         .env_remove("FORCE_COLOR")
         .envs(&cmd.env)
-        .process_group(0)
         .kill_on_drop(true)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    new_group(&mut command);
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
@@ -236,12 +196,9 @@ pub async fn run(cmd: &Cmd) -> Output {
             };
         }
     };
-    let pgid = Pid::from_raw(
-        child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .unwrap_or(0),
-    );
+    // Taken now: once the child is reaped its id is gone. `None` (no
+    // group that may be signalled) kills the child through its handle.
+    let pgid = Pgid::of_leader(child.id());
     tracing::debug!(
         program = %cmd.program.to_string_lossy(),
         args = ?cmd.args,
@@ -255,7 +212,7 @@ pub async fn run(cmd: &Cmd) -> Output {
             use std::os::unix::process::ExitStatusExt;
             // Whatever the child left running in its group goes too, so
             // that the pipes close and nothing outlives the check.
-            kill_group(pgid).await;
+            terminate(&mut child, pgid, GRACE).await;
             Ended::Exited {
                 code: status.code(),
                 signal: status.signal(),
@@ -265,19 +222,13 @@ pub async fn run(cmd: &Cmd) -> Output {
             message: format!("waiting for `{}`: {e}", cmd.program.to_string_lossy()),
         },
         Err(_) => {
-            kill_group(pgid).await;
+            terminate(&mut child, pgid, GRACE).await;
             let _ = child.wait().await;
             Ended::TimedOut
         }
     };
-    let out = out.await.unwrap_or(Tail {
-        bytes: Vec::new(),
-        cut: false,
-    });
-    let err = err.await.unwrap_or(Tail {
-        bytes: Vec::new(),
-        cut: false,
-    });
+    let out = out.await.unwrap_or_else(|_| Tail::new(OUTPUT_LIMIT));
+    let err = err.await.unwrap_or_else(|_| Tail::new(OUTPUT_LIMIT));
     tracing::debug!(
         program = %cmd.program.to_string_lossy(),
         ended = ?ended,
@@ -285,9 +236,9 @@ pub async fn run(cmd: &Cmd) -> Output {
     );
     Output {
         ended,
-        stdout: String::from_utf8_lossy(&out.bytes).into_owned(),
-        stderr: String::from_utf8_lossy(&err.bytes).into_owned(),
-        truncated: out.cut || err.cut,
+        stdout: out.text(),
+        stderr: err.text(),
+        truncated: out.was_cut() || err.was_cut(),
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
     }
 }

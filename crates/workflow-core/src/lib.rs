@@ -22,6 +22,7 @@ pub mod bus;
 pub mod error;
 pub mod fsutil;
 pub mod id;
+pub mod layout;
 pub mod plan;
 pub mod programs;
 pub mod role;
@@ -36,6 +37,7 @@ pub use backend::{AttemptOutcome, AttemptRequest, Backend, Limits, Mode, Outcome
 pub use bus::{BusCursor, BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
 pub use error::{CoreError, Result};
 pub use id::{IdError, IdKind, IdProblem, RoleName, SessionId, TaskId};
+pub use layout::SessionLayout;
 pub use plan::{Plan, PlanDependency};
 pub use role::{PhaseError, Report, Role, WorkerOptions, WorkerSummary, run_worker};
 pub use session::{RoleEntry, SessionStatus, TeamSession};

@@ -89,33 +89,9 @@ impl LeasePolicy {
     }
 }
 
-/// Whether a process with this pid exists on this host.
-pub fn pid_alive(pid: u32) -> bool {
-    let Ok(raw) = i32::try_from(pid) else {
-        return false;
-    };
-    if raw <= 0 {
-        return false;
-    }
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
-        Ok(()) | Err(nix::errno::Errno::EPERM) => !is_zombie(raw),
-        Err(_) => false,
-    }
-}
-
-/// Whether the process has exited but was not reaped (state `Z` or `X` in
-/// `/proc/<pid>/stat`). A worker whose parent died is reparented, and in a
-/// container whose first process does not reap, it stays a zombie for
-/// good: it still answers `kill(pid, 0)`, but it holds nothing.
-fn is_zombie(pid: i32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
-    // `pid (comm) S …`: the state follows the last `)` (comm may hold one).
-    stat.rfind(')')
-        .and_then(|i| stat[i + 1..].split_whitespace().next())
-        .is_some_and(|state| state == "Z" || state == "X")
-}
+/// Whether a process with this pid exists on this host (a zombie counts as
+/// gone).
+pub use wavecrew_sys::process::pid_alive;
 
 /// What a claim found.
 #[derive(Debug, Clone, PartialEq)]
@@ -347,7 +323,7 @@ pub struct FileTaskStore {
 
 /// Holds the store's exclusive lock until dropped.
 struct StoreLock {
-    _file: fs::File,
+    _lock: wavecrew_sys::lock::FileLock,
 }
 
 impl FileTaskStore {
@@ -358,7 +334,7 @@ impl FileTaskStore {
 
     /// The store of a session folder: `<session>/tasks/`.
     pub fn for_session(session_dir: &Path) -> Self {
-        FileTaskStore::new(session_dir.join("tasks"))
+        FileTaskStore::new(crate::SessionLayout::new(session_dir).tasks())
     }
 
     /// The folder holding the task files.
@@ -372,17 +348,9 @@ impl FileTaskStore {
     }
 
     fn lock(&self) -> Result<StoreLock> {
-        fs::create_dir_all(&self.dir).map_err(|e| CoreError::io("creating", &self.dir, e))?;
-        let path = self.dir.join(".lock");
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| CoreError::io("opening", &path, e))?;
-        file.lock()
-            .map_err(|e| CoreError::io("locking", &path, e))?;
-        Ok(StoreLock { _file: file })
+        let lock = wavecrew_sys::lock::lock_file(&self.dir.join(".lock"))
+            .map_err(|e| CoreError::io(e.step, e.path, e.source))?;
+        Ok(StoreLock { _lock: lock })
     }
 
     fn read(&self, id: &TaskId) -> Result<Task> {

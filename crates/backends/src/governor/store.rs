@@ -8,7 +8,6 @@
 //! old state or the new one.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -265,17 +264,14 @@ impl GovernorStore for FileGovernorStore {
             path: path.to_owned(),
             message,
         };
-        if let Some(dir) = self.lock.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| err(dir, format!("cannot create: {e}")))?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&self.lock)
-            .map_err(|e| err(&self.lock, format!("cannot open: {e}")))?;
-        file.lock()
-            .map_err(|e| err(&self.lock, format!("cannot lock: {e}")))?;
+        let lock = wavecrew_sys::lock::lock_file(&self.lock).map_err(|e| {
+            let step = match e.step {
+                "creating" => "create",
+                "opening" => "open",
+                _ => "lock",
+            };
+            err(&e.path, format!("cannot {step}: {}", e.source))
+        })?;
         let mut state = self.read()?;
         let before = state.clone();
         change(&mut state);
@@ -285,7 +281,7 @@ impl GovernorStore for FileGovernorStore {
             wavecrew_core::fsutil::write_json_atomic(&self.state, &state)
                 .map_err(|e| err(&self.state, e.to_string()))?;
         }
-        drop(file);
+        drop(lock);
         Ok(state)
     }
 }

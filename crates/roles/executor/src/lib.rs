@@ -103,18 +103,14 @@ impl Executor {
     }
 
     /// Where the agent works: the task's `working_dir` inside `root` (the
-    /// task's workspace), else `root`.
-    fn work_dir(task: &Task, root: &std::path::Path) -> PathBuf {
-        let root = &root.to_path_buf();
-        task.working_dir()
-            .map(|d| root.join(d))
-            .filter(|d| {
-                d.canonicalize()
-                    .ok()
-                    .zip(root.canonicalize().ok())
-                    .is_some_and(|(d, r)| d.starts_with(r))
-            })
-            .unwrap_or_else(|| root.clone())
+    /// task's workspace), else `root`; the same rule `wavecrew check`
+    /// follows ([`wavecrew_sys::path::working_dir`]). A folder that leaves
+    /// the project fails the task; one that does not exist (yet) is
+    /// `root`.
+    fn work_dir(task: &Task, root: &std::path::Path) -> Result<PathBuf, PhaseError> {
+        let dir = wavecrew_sys::path::working_dir(root, task.working_dir())
+            .map_err(|e| PhaseError(format!("the task's working_dir {e}")))?;
+        Ok(if dir.is_dir() { dir } else { root.to_owned() })
     }
 }
 
@@ -231,7 +227,7 @@ impl wavecrew_role_kit::PromptPreview for Executor {
         // workspace is only named.
         let (_, plan, decision) = self.plan_and_backend(task)?;
         let claim = task.attempts + 1;
-        let cwd = Self::work_dir(task, &self.ctx.workspace_dir(task, claim)?);
+        let cwd = Self::work_dir(task, &self.ctx.workspace_dir(task, claim)?)?;
         let mut values = self.prompt_values(task, plan.as_ref(), &cwd);
         values["attempt"] = json!(wavecrew_backends::attempts::next_attempt(
             &self.ctx.session_dir,
@@ -269,7 +265,7 @@ impl Role for Executor {
         let review = resolve_code_review(task, plan.as_ref());
         let workspace = self.ctx.workspace(task, task.attempts)?;
         Ok(ExecWork {
-            cwd: Self::work_dir(task, workspace.dir()),
+            cwd: Self::work_dir(task, workspace.dir())?,
             workspace,
             plan,
             plan_path,
@@ -425,7 +421,7 @@ impl Executor {
     ) -> Result<ExecWork, PhaseError> {
         let workspace = self.ctx.workspace(task, task.attempts.max(1) + 1)?;
         let mut revision = ExecWork {
-            cwd: Self::work_dir(task, workspace.dir()),
+            cwd: Self::work_dir(task, workspace.dir())?,
             workspace,
             plan: work.plan.clone(),
             plan_path: work.plan_path.clone(),

@@ -84,17 +84,8 @@ impl IssueStore {
         }
     }
 
-    fn lock(&self) -> Result<std::fs::File, IssueError> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| io(&self.dir, e))?;
-        let path = self.dir.join(".lock");
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(|e| io(&path, e))?;
-        f.lock().map_err(|e| io(&path, e))?;
-        Ok(f)
+    fn lock(&self) -> Result<wavecrew_sys::lock::FileLock, IssueError> {
+        wavecrew_sys::lock::lock_file(&self.dir.join(".lock")).map_err(|e| io(&e.path, e.source))
     }
 
     /// The issue, from `issues.jsonl` or the history.

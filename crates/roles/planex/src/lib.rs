@@ -29,7 +29,6 @@ pub mod issues;
 pub mod prompt;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -118,21 +117,18 @@ impl PlanexRole {
         PlanexRole { ctx }
     }
 
+    /// `git <args>` in the project, committing as wavecrew; its stdout.
     fn git(&self, args: &[&str]) -> Result<String, String> {
-        let out = Command::new("git")
+        let out = wavecrew_sys::git::git(&self.ctx.project_root)
+            .identity("wavecrew", "wavecrew@localhost")
             .args(args)
-            .current_dir(&self.ctx.project_root)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| format!("git {}: {e}", args.join(" ")))?;
-        if out.status.success() {
-            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-        } else {
-            Err(format!(
-                "git {}: {}",
-                args.first().unwrap_or(&""),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ))
+            .run();
+        match out {
+            Ok(stdout) => Ok(String::from_utf8_lossy(&stdout).into_owned()),
+            Err(wavecrew_sys::git::GitError::Failed { stderr, .. }) => {
+                Err(format!("git {}: {stderr}", args.first().unwrap_or(&"")))
+            }
+            Err(e) => Err(e.to_string()),
         }
     }
 
@@ -687,17 +683,7 @@ impl PlanexRole {
         add.extend(files.iter().map(String::as_str));
         self.git(&add)?;
         let message = format!("feat({issue}): {title}\n\n{}\n", self.trailer(task));
-        let mut commit = vec![
-            "-c",
-            "user.name=wavecrew",
-            "-c",
-            "user.email=wavecrew@localhost",
-            "commit",
-            "--quiet",
-            "-m",
-            &message,
-            "--",
-        ];
+        let mut commit = vec!["commit", "--quiet", "-m", &message, "--"];
         commit.extend(files.iter().map(String::as_str));
         self.git(&commit)?;
         Ok(Some(self.git(&["rev-parse", "HEAD"])?.trim().to_owned()))

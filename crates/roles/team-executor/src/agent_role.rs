@@ -114,7 +114,7 @@ impl AgentRole {
             "instructions": self.instructions,
             "task": {"id": task.id.as_str(), "title": task.title(), "description": task.description},
             "wisdom": wavecrew_core::wisdom::read_wisdom(&ctx.session_dir),
-            "artifacts": ctx.session_dir.join("artifacts").display().to_string(),
+            "artifacts": wavecrew_core::SessionLayout::new(&ctx.session_dir).artifacts().display().to_string(),
             "previous_error": null,
         })
     }
@@ -160,7 +160,7 @@ impl Role for AgentRole {
 
     async fn prepare(&self, task: &Task) -> Result<AgentWork, PhaseError> {
         let decision = self.ctx.decide(task, None);
-        let artifacts = self.ctx.session_dir.join("artifacts");
+        let artifacts = wavecrew_core::SessionLayout::new(&self.ctx.session_dir).artifacts();
         std::fs::create_dir_all(&artifacts)
             .map_err(|e| PhaseError(format!("cannot create {}: {e}", artifacts.display())))?;
         Ok(AgentWork {
@@ -247,7 +247,7 @@ impl AgentRole {
         conflicts: &[Value],
     ) -> Result<Report, Landed> {
         let session_dir = &self.ctx.session_dir;
-        let after = list_files(&session_dir.join("artifacts"));
+        let after = list_files(&wavecrew_core::SessionLayout::new(session_dir).artifacts());
         let artifacts: Vec<String> = after
             .into_iter()
             .filter(|a| !work.artifacts_before.contains(a))

@@ -38,8 +38,8 @@ impl<B: MessageBus + 'static> Team<B> {
         }
         self.valid.session.active_workers.clear();
         write_session(&mut self.valid, &tasks)?;
-        let reports =
-            wavecrew_report::write_reports(&self.valid.dir).map(|_| self.valid.dir.join("reports"));
+        let reports = wavecrew_report::write_reports(&self.valid.dir)
+            .map(|_| wavecrew_core::SessionLayout::new(&self.valid.dir).reports());
         let failures = tasks
             .iter()
             .filter(|t| t.status.is_unsuccessful())

@@ -9,7 +9,6 @@
 //! `workers/<ID>.log`.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use wavecrew_core::{RoleEntry, SessionId, Task};
 
@@ -143,21 +142,16 @@ impl Launcher {
                 task.id.as_str()
             )));
         };
-        let logs = self.session_dir.join("workers");
-        std::fs::create_dir_all(&logs)?;
-        let log = std::fs::File::create(logs.join(format!("{}.log", task.id.as_str())))?;
-        let mut cmd = tokio::process::Command::new(&program);
-        cmd.args(&args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .kill_on_drop(false);
-        if detached {
-            cmd.process_group(0);
-        }
-        let child = cmd.spawn().map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot start {}: {e}", program.display()))
-        })?;
+        let log = wavecrew_core::SessionLayout::new(&self.session_dir).worker_log(task.id.as_str());
+        let child = wavecrew_sys::process::spawn_logged(
+            &program,
+            &args,
+            &log,
+            wavecrew_sys::process::LoggedSpawn {
+                new_group: detached,
+                kill_on_drop: false,
+            },
+        )?;
         // A child that has not been waited for always has its pid.
         let pid = child
             .id()

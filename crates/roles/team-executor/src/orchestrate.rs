@@ -233,14 +233,7 @@ pub fn ready_tasks(tasks: &[Task]) -> Vec<&Task> {
     ready
 }
 
-/// Run blocking work (file I/O with fsync, process-table reads) off the
-/// async runtime's threads.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(v) => v,
-        Err(e) => std::panic::resume_unwind(e.into_panic()),
-    }
-}
+use wavecrew_sys::process::blocking;
 
 /// A record of the orchestrator on the bus: from `executor` to the
 /// coordinator, its summary tagged `[executor]`. A bus that cannot take it
@@ -783,7 +776,9 @@ struct Measured {
 impl Measured {
     fn read(session_dir: &Path) -> Measured {
         let mut by_task = HashMap::new();
-        let Ok(entries) = std::fs::read_dir(session_dir.join("attempts")) else {
+        let Ok(entries) =
+            std::fs::read_dir(wavecrew_core::SessionLayout::new(session_dir).attempts_root())
+        else {
             return Measured::default();
         };
         for entry in entries.flatten() {
@@ -1043,11 +1038,8 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
     /// Record that `id`'s worker was interrupted, with the last thing its
     /// log says.
     async fn interrupted_by(&self, id: &TaskId) -> RunOutcome {
-        let log = self
-            .launcher
-            .session_dir
-            .join("workers")
-            .join(format!("{}.log", id.as_str()));
+        let log =
+            wavecrew_core::SessionLayout::new(&self.launcher.session_dir).worker_log(id.as_str());
         let last = blocking(move || std::fs::read_to_string(log).unwrap_or_default()).await;
         let reason = last
             .lines()

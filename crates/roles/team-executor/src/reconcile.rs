@@ -180,7 +180,9 @@ pub fn write_session_counts(
     pipeline.insert("tasks_total".into(), json!(total));
     pipeline.insert("tasks_completed".into(), json!(done));
     valid.session.pipeline = Some(Value::Object(pipeline));
-    valid.session.write(&valid.dir.join("team-session.json"))
+    valid
+        .session
+        .write(&wavecrew_core::SessionLayout::new(&valid.dir).team_session())
 }
 
 #[cfg(test)]

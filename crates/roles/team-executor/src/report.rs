@@ -50,7 +50,7 @@ pub fn deliverables(valid: &ValidSession, tasks: &[Task]) -> Vec<(String, String
             );
         }
     }
-    list_files(&valid.dir.join("artifacts"))
+    list_files(&wavecrew_core::SessionLayout::new(&valid.dir).artifacts())
         .into_iter()
         .map(|a| {
             let p = producer

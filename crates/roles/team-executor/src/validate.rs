@@ -47,21 +47,23 @@ pub fn validate(dir: Option<&Path>) -> Result<ValidSession, SessionInvalid> {
             dir.display()
         )));
     }
-    let session = TeamSession::read(&dir.join("team-session.json")).map_err(|e| {
-        invalid(format!(
-            "Invalid session: team-session.json missing/corrupt: {e}"
-        ))
-    })?;
+    let session = TeamSession::read(&wavecrew_core::SessionLayout::new(dir).team_session())
+        .map_err(|e| {
+            invalid(format!(
+                "Invalid session: team-session.json missing/corrupt: {e}"
+            ))
+        })?;
     if session.roles.is_empty() {
         return Err(invalid(
             "Invalid session: team-session.json missing/corrupt: `roles` is empty (expected at least one role)",
         ));
     }
-    let analysis = TaskAnalysis::read(&dir.join("task-analysis.json")).map_err(|e| {
-        invalid(format!(
-            "Invalid session: task-analysis.json missing/corrupt: {e}"
-        ))
-    })?;
+    let analysis = TaskAnalysis::read(&wavecrew_core::SessionLayout::new(dir).task_analysis())
+        .map_err(|e| {
+            invalid(format!(
+                "Invalid session: task-analysis.json missing/corrupt: {e}"
+            ))
+        })?;
     if analysis.dependency_graph.is_empty() && analysis.tasks.as_ref().is_none_or(Vec::is_empty) {
         return Err(invalid(
             "Invalid session: task-analysis.json has no tasks: `dependency_graph` and `tasks` are both empty",

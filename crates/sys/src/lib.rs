@@ -1,0 +1,26 @@
+//! The ground floor every other wavecrew crate stands on: what two places
+//! need lives here once.
+//!
+//! * [`git`]: the one way wavecrew runs `git` (argv only, a clean
+//!   environment, hooks and the fsmonitor off, errors carrying the command);
+//! * [`process`]: process groups (a guarded [`process::Pgid`], spawning a
+//!   child as the leader of its own group, terminate with grace), bounded
+//!   output tails, and [`process::blocking`] for synchronous work on an
+//!   async runtime;
+//! * [`path`]: project-relative paths checked once ([`path::ProjectPath`]),
+//!   and a task's working folder resolved the same way by every caller;
+//! * [`lock`]: exclusive file locks ([`lock::FileLock`]).
+//!
+//! Nothing here knows about tasks, sessions or agents.
+//!
+//! ```
+//! use wavecrew_sys::path::ProjectPath;
+//!
+//! assert_eq!(ProjectPath::parse("./src//lib.rs").unwrap().as_str(), "src/lib.rs");
+//! assert!(ProjectPath::parse("../outside").is_err());
+//! ```
+
+pub mod git;
+pub mod lock;
+pub mod path;
+pub mod process;
