@@ -49,7 +49,7 @@ pub struct ExecutorArgs {
     /// The run's failure policy: with `always`, a task whose blockers
     /// ended (failed ones included) may be taken.
     #[arg(long, value_parser = crate::team::failure_policy_parser(), default_value = "continue")]
-    pub on_failure: wavecrew_role_team::FailurePolicy,
+    pub on_failure: wavecrew_orchestrator::FailurePolicy,
 }
 
 /// The executor's main.
@@ -108,7 +108,7 @@ fn run(args: &ExecutorArgs) -> CmdResult {
     // its task (`--task`, the orchestrator's assignment, made on a checked
     // graph) does not read the whole store: its claim checks the blockers.
     if session.task.is_none() {
-        wavecrew_role_team::check_graph(&store.list()?).map_err(|e| {
+        wavecrew_orchestrator::check_graph(&store.list()?).map_err(|e| {
             CliError::bad_input(anyhow::anyhow!(
                 "{}: {e}",
                 session.ctx.session_dir.display()

@@ -122,7 +122,7 @@ pub struct RunArgs {
     pub max_parallel: Option<usize>,
     /// What a failed task does to the rest of the pipeline.
     #[arg(long, value_parser = team::failure_policy_parser(), default_value = "continue")]
-    pub on_failure: wavecrew_role_team::FailurePolicy,
+    pub on_failure: wavecrew_orchestrator::FailurePolicy,
     /// Respawns of a task whose worker crashed.
     #[arg(long, default_value_t = 2)]
     pub crash_retries: u32,

@@ -27,10 +27,10 @@ use wavecrew_core::{FileTaskStore, TaskStore};
 use wavecrew_msgbus::{Bus, Durability, KeyUse};
 use wavecrew_role_kit::run::stop;
 use wavecrew_role_kit::{OpenSpec, RoleSession, run_role};
-use wavecrew_role_team::agent_role::AgentRole;
-use wavecrew_role_team::reconcile::reconcile;
-use wavecrew_role_team::report::check_text;
-use wavecrew_role_team::{FailurePolicy, Progress, RunEnd, Team, TeamOptions, ValidSession};
+use wavecrew_role_agent::AgentRole;
+use wavecrew_orchestrator::reconcile::reconcile;
+use wavecrew_orchestrator::report::check_text;
+use wavecrew_orchestrator::{FailurePolicy, Progress, RunEnd, Team, TeamOptions, ValidSession};
 
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
@@ -176,7 +176,7 @@ struct Opened {
 }
 
 fn open(session: Option<&Path>, config: Option<&Path>) -> Result<Opened, CliError> {
-    let valid = wavecrew_role_team::validate(session).map_err(|e| {
+    let valid = wavecrew_orchestrator::validate(session).map_err(|e| {
         CliError::bad_input(anyhow::anyhow!(
             "{e}\nhint: re-run team-coordinate to regenerate the session"
         ))
@@ -208,7 +208,7 @@ fn open(session: Option<&Path>, config: Option<&Path>) -> Result<Opened, CliErro
 }
 
 fn check(session: Option<&Path>) -> CmdResult {
-    let valid = wavecrew_role_team::validate(session).map_err(CliError::bad_input)?;
+    let valid = wavecrew_orchestrator::validate(session).map_err(CliError::bad_input)?;
     let store = FileTaskStore::for_session(&valid.dir);
     let tasks = store.list()?;
     output::line(check_text(&valid, &tasks).trim_end());
@@ -252,7 +252,7 @@ fn prepare(opened: &mut Opened) -> Result<(), CliError> {
         output::warning(&format!("{}: reset from interrupted state", id.as_str()));
     }
     let tasks = opened.store.list()?;
-    wavecrew_role_team::check_graph(&tasks)
+    wavecrew_orchestrator::check_graph(&tasks)
         .map_err(|e| CliError::bad_input(anyhow::anyhow!("{}: {e}", opened.valid.dir.display())))?;
     crate::commands::integration::prune_at_start(&opened.valid.dir);
     Ok(())
@@ -500,7 +500,7 @@ fn progress_line(bar: Option<&indicatif::ProgressBar>, session_dir: &Path, p: &P
 }
 
 fn worker(args: &WorkerArgs, config: Option<&Path>) -> CmdResult {
-    let valid = wavecrew_role_team::validate(Some(&args.session)).map_err(|e| {
+    let valid = wavecrew_orchestrator::validate(Some(&args.session)).map_err(|e| {
         CliError::bad_input(anyhow::anyhow!(
             "{e}\nhint: re-run team-coordinate to regenerate the session"
         ))

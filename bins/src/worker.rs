@@ -35,13 +35,13 @@ pub struct WorkerFlags {
     /// The run's failure policy: with `always`, a task whose blockers
     /// ended (failed ones included) may be taken.
     #[arg(long, value_parser = crate::team::failure_policy_parser(), default_value = "continue")]
-    pub on_failure: wavecrew_role_team::FailurePolicy,
+    pub on_failure: wavecrew_orchestrator::FailurePolicy,
 }
 
 /// The claim rule of a run's failure policy.
-pub fn blocker_rule(policy: wavecrew_role_team::FailurePolicy) -> wavecrew_core::BlockerRule {
+pub fn blocker_rule(policy: wavecrew_orchestrator::FailurePolicy) -> wavecrew_core::BlockerRule {
     match policy {
-        wavecrew_role_team::FailurePolicy::Always => wavecrew_core::BlockerRule::Ended,
+        wavecrew_orchestrator::FailurePolicy::Always => wavecrew_core::BlockerRule::Ended,
         _ => wavecrew_core::BlockerRule::Completed,
     }
 }

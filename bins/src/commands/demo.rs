@@ -220,7 +220,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         TeamCommand::Run(TeamArgs {
             session: Some(session.clone()),
             max_parallel: args.max_parallel,
-            on_failure: wavecrew_role_team::FailurePolicy::Continue,
+            on_failure: wavecrew_orchestrator::FailurePolicy::Continue,
             crash_retries: 2,
             backend: None,
             hard_budget: false,

@@ -69,7 +69,7 @@ pub fn run(args: &PromptArgs, config: Option<&std::path::Path>) -> CmdResult {
     // A team session (team-session.json) names its roles; a planex or
     // executor session may have none, and its built-in role is known by
     // the task's prefix.
-    let valid = wavecrew_role_team::validate(Some(&args.session));
+    let valid = wavecrew_orchestrator::validate(Some(&args.session));
     let dir = match &valid {
         Ok(v) => v.dir.clone(),
         Err(_) => args.session.clone(),
@@ -95,14 +95,14 @@ pub fn run(args: &PromptArgs, config: Option<&std::path::Path>) -> CmdResult {
     let launcher = valid
         .as_ref()
         .ok()
-        .map(|v| wavecrew_role_team::launch::Launcher {
+        .map(|v| wavecrew_orchestrator::launch::Launcher {
             session_dir: v.dir.clone(),
             session_id: v.session.session_id.clone(),
             roles: v.session.roles.clone(),
             backend: args.backend.clone(),
             config_file: None,
             bin_dir: None,
-            on_failure: wavecrew_role_team::FailurePolicy::Continue,
+            on_failure: wavecrew_orchestrator::FailurePolicy::Continue,
         });
     let role = launcher.as_ref().and_then(|l| l.role_of(&task));
     let prefix = role
@@ -145,7 +145,7 @@ pub fn run(args: &PromptArgs, config: Option<&std::path::Path>) -> CmdResult {
                 .ok_or_else(|| bad(format!("role `{role}` is not in team-session.json")))?;
             let role_file = valid.dir.join(entry.instructions_path());
             Box::new(
-                wavecrew_role_team::agent_role::AgentRole::new(&role, &prefix, &role_file, ctx)
+                wavecrew_role_agent::AgentRole::new(&role, &prefix, &role_file, ctx)
                     .map_err(|e| bad(format!("{}: {e}", role_file.display())))?
                     .with_responsibility(entry.responsibility_type.as_deref()),
             )

@@ -650,7 +650,7 @@ impl Coordinator {
         if let Value::Object(extra) = extra {
             data.extend(extra);
         }
-        wavecrew_role_team::orchestrate::log_record(&*self.bus, kind, summary, data);
+        wavecrew_orchestrator::log_record(&*self.bus, kind, summary, data);
     }
 }
 
@@ -718,7 +718,7 @@ async fn mirror_loop(mut mirror: Mirror, mut stop: tokio::sync::watch::Receiver<
 }
 
 #[async_trait::async_trait]
-impl wavecrew_role_team::RemoteWorkers for Coordinator {
+impl wavecrew_orchestrator::RemoteWorkers for Coordinator {
     async fn run(&self, task: &Task, role: &str) -> std::result::Result<(), String> {
         self.run_task(task, role).await.map_err(|e| e.to_string())
     }

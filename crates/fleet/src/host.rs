@@ -36,7 +36,7 @@ use wavecrew_engine_nats::{
     TicketPolicy, Tickets,
 };
 use wavecrew_isolation::Repo;
-use wavecrew_role_team::FailurePolicy;
+use wavecrew_orchestrator::FailurePolicy;
 
 use crate::coordinator::{attempt_branch, blocking, ended};
 use crate::error::{FleetError, Result};
@@ -508,7 +508,7 @@ impl Served {
         config: &Path,
     ) -> Result<bool> {
         let kit = self.kit();
-        let launcher = wavecrew_role_team::launch::Launcher {
+        let launcher = wavecrew_orchestrator::launch::Launcher {
             session_dir: session_dir.to_owned(),
             session_id: SessionId::new(&kit.session_id).map_err(|e| FleetError::Invalid {
                 what: "the session kit's session id".into(),

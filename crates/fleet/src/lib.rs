@@ -5,7 +5,7 @@
 //! crate puts them to work:
 //!
 //! * [`Coordinator`] (`wavecrew run --engine`): the orchestrator's
-//!   [`RemoteWorkers`](wavecrew_role_team::RemoteWorkers). It announces the
+//!   [`RemoteWorkers`](wavecrew_orchestrator::RemoteWorkers). It announces the
 //!   session, publishes the integration branch and the [`SessionKit`], and
 //!   for each task the scheduler starts, publishes a ticket and waits for
 //!   the task's end in KV; then it brings the attempt home ([`AttemptPack`]:

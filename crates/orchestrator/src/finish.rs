@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use wavecrew_core::bus::MessageBus;
 use wavecrew_core::{SessionStatus, Task, TaskId};
 
-use crate::orchestrate::{RunEnd, Team};
-use crate::reconcile::write_session;
 use crate::report::banner;
+use crate::session_file::write_session;
+use crate::team::Team;
+use crate::vocabulary::RunEnd;
 
 /// What [`Team::finish`] wrote and has to say.
 #[derive(Debug)]

@@ -73,23 +73,7 @@ pub fn is_read_only(responsibility: &str) -> bool {
             .any(|w| r.contains(w))
 }
 
-/// Files under `dir`, relative to it, sorted.
-pub fn list_files(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(base, &p, out);
-            } else if let Ok(rel) = p.strip_prefix(base) {
-                out.push(rel.to_string_lossy().into_owned());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
+pub use wavecrew_core::fsutil::list_files;
 
 /// What the agent role carries from phase 2 to phase 4.
 #[derive(Debug)]

@@ -13,8 +13,8 @@ use std::time::Duration;
 use serde_json::Value;
 use wavecrew_core::{Task, TaskStatus};
 
-use crate::agent_role::list_files;
 use crate::validate::ValidSession;
+use wavecrew_core::fsutil::list_files;
 
 /// Human duration: `1m 05s`, `42s`, `350ms`.
 pub fn human_duration(d: Duration) -> String {
@@ -203,7 +203,7 @@ pub fn check_text(valid: &ValidSession, tasks: &[Task]) -> String {
     if !any {
         out.push_str("  (none)\n");
     }
-    let ready: Vec<&str> = crate::orchestrate::ready_tasks(tasks)
+    let ready: Vec<&str> = crate::vocabulary::ready_tasks(tasks)
         .into_iter()
         .map(|t| t.id.as_str())
         .collect();

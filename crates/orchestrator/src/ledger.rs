@@ -17,9 +17,9 @@ use serde_json::{Map, json};
 use wavecrew_core::bus::MessageBus;
 use wavecrew_core::{TaskId, TaskStatus, TaskStore};
 
-use crate::orchestrate::{Interruption, Progress, interrupted};
-use crate::reconcile::write_session_counts;
+use crate::session_file::write_session_counts;
 use crate::validate::ValidSession;
+use crate::vocabulary::{Interruption, Progress, interrupted};
 
 /// The shortest time between two rewrites of `team-session.json` during a
 /// run (it is derived state: reconcile rebuilds it after a crash).
@@ -223,7 +223,7 @@ impl<B: MessageBus> State<B> {
     }
 
     fn record(&self, kind: &str, summary: &str, data: Map<String, serde_json::Value>) {
-        crate::orchestrate::log_record(&*self.bus, kind, summary, data);
+        crate::vocabulary::log_record(&*self.bus, kind, summary, data);
     }
 
     fn totals(&mut self) {

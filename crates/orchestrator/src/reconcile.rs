@@ -20,10 +20,10 @@
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 use wavecrew_core::bus::MessageBus;
 use wavecrew_core::store::{LeasePolicy, pid_alive, this_host};
-use wavecrew_core::{SessionStatus, Task, TaskId, TaskStatus, TaskStore};
+use wavecrew_core::{SessionStatus, TaskId, TaskStatus, TaskStore};
 
 use crate::validate::ValidSession;
 
@@ -49,7 +49,7 @@ pub struct Reconciled {
 fn note<B: MessageBus>(bus: &B, kind: &str, summary: &str, task: &TaskId) {
     let mut data = Map::new();
     data.insert("task_id".into(), json!(task.as_str()));
-    crate::orchestrate::log_record(bus, kind, summary, data);
+    crate::vocabulary::log_record(bus, kind, summary, data);
 }
 
 /// Reconcile a validated session.
@@ -155,40 +155,14 @@ pub fn reconcile<B: MessageBus>(
     Ok(out)
 }
 
-/// Rewrite `team-session.json` atomically with the pipeline counts.
-pub fn write_session(valid: &mut ValidSession, tasks: &[Task]) -> wavecrew_core::Result<()> {
-    let done = tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Completed)
-        .count();
-    write_session_counts(valid, tasks.len(), done)
-}
-
-/// [`write_session`] from counts the caller keeps (the orchestrator counts
-/// as tasks end, instead of listing the store for every write).
-pub fn write_session_counts(
-    valid: &mut ValidSession,
-    total: usize,
-    done: usize,
-) -> wavecrew_core::Result<()> {
-    let mut pipeline = valid
-        .session
-        .pipeline
-        .clone()
-        .and_then(|p| p.as_object().cloned())
-        .unwrap_or_default();
-    pipeline.insert("tasks_total".into(), json!(total));
-    pipeline.insert("tasks_completed".into(), json!(done));
-    valid.session.pipeline = Some(Value::Object(pipeline));
-    valid
-        .session
-        .write(&wavecrew_core::SessionLayout::new(&valid.dir).team_session())
-}
+pub use crate::session_file::{write_session, write_session_counts};
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
-    use wavecrew_core::{FileTaskStore, TaskAnalysis, TeamSession};
+    use wavecrew_core::{FileTaskStore, Task, TaskAnalysis, TeamSession};
     use wavecrew_msgbus::{Bus, Durability, KeyUse};
 
     /// A session in team-coordinate's own shape, validated by hand (no role

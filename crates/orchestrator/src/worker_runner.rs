@@ -1,0 +1,299 @@
+//! Running one task's worker in a foreground run: a local process (or a
+//! remote host through [`crate::RemoteWorkers`]), its end read once from
+//! the store, a crash retried, an interruption recorded.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use wavecrew_core::bus::MessageBus;
+use wavecrew_core::store::pid_alive;
+use wavecrew_core::{Task, TaskId, TaskStatus, TaskStore};
+use wavecrew_scheduler::{RunOutcome, TaskRunner};
+use wavecrew_sys::process::blocking;
+
+use crate::launch::Launcher;
+use crate::ledger::{Note, NoteSender};
+use crate::vocabulary::{Interruption, RemoteWorkers, log_record, task_data};
+
+/// The exit code of a worker interrupted by its environment (every
+/// wavecrew binary: 3, interrupted and resumable).
+const INTERRUPTED_EXIT: i32 = 3;
+
+/// Runs one task of a foreground run: reads it once, adopts a live worker
+/// of an earlier run, or starts a worker and waits for its exit; a worker
+/// that ends without finishing its task is a crash (the task returns to
+/// pending and is retried up to a limit).
+pub(crate) struct WorkerRunner<B: MessageBus + 'static> {
+    pub(crate) store: Arc<dyn TaskStore>,
+    pub(crate) bus: Arc<B>,
+    pub(crate) launcher: Launcher,
+    pub(crate) notes: NoteSender,
+    pub(crate) interruption: Interruption,
+    pub(crate) crash_retries: u32,
+    pub(crate) poll: Duration,
+    pub(crate) remote: Option<Arc<dyn RemoteWorkers>>,
+}
+
+impl<B: MessageBus + 'static> WorkerRunner<B> {
+    async fn get(&self, id: &TaskId) -> wavecrew_core::Result<Task> {
+        let store = Arc::clone(&self.store);
+        let id = id.clone();
+        blocking(move || store.get(&id)).await
+    }
+
+    fn ended(&self, task: &Task) -> Option<RunOutcome> {
+        let outcome = match task.status {
+            TaskStatus::Completed => RunOutcome::Succeeded,
+            TaskStatus::Failed => RunOutcome::failed(task.error().unwrap_or("failed")),
+            // Needs a person (a merge conflict that survived its revision):
+            // an end for this run, as a failure is.
+            TaskStatus::Blocked => RunOutcome::failed(task.error().unwrap_or("blocked")),
+            TaskStatus::Skipped => return Some(RunOutcome::failed("skipped")),
+            _ => return None,
+        };
+        let _ = self.notes.send(Note::Finished {
+            task: task.id.clone(),
+            status: task.status,
+        });
+        Some(outcome)
+    }
+
+    /// A worker ended without finishing `id`: back to pending, or failed
+    /// after too many crashes.
+    async fn crashed(
+        &self,
+        id: &TaskId,
+        crashes: u32,
+    ) -> wavecrew_core::Result<Option<RunOutcome>> {
+        let store = Arc::clone(&self.store);
+        let bus = Arc::clone(&self.bus);
+        let retries = self.crash_retries;
+        let task = id.clone();
+        let give_up = crashes > retries;
+        let updated = blocking(move || {
+            let updated = store.update(&task, &mut |t| {
+                if matches!(t.status, TaskStatus::InProgress | TaskStatus::Pending) {
+                    t.lease = None;
+                    if give_up {
+                        t.status = TaskStatus::Failed;
+                        t.result =
+                            Some(json!({"error": format!("the worker crashed {crashes} times")}));
+                    } else {
+                        t.status = TaskStatus::Pending;
+                        t.attempts = t.attempts.max(1);
+                    }
+                }
+                Ok(())
+            })?;
+            let mut data = task_data(&task);
+            data.insert("crashes".into(), json!(crashes));
+            if give_up {
+                log_record(
+                    &*bus,
+                    "error",
+                    &format!(
+                        "{} failed: its worker crashed {crashes} times",
+                        task.as_str()
+                    ),
+                    data,
+                );
+            } else {
+                log_record(
+                    &*bus,
+                    "warning",
+                    &format!(
+                        "{}: worker crashed ({crashes}/{retries}); the task returns to pending",
+                        task.as_str()
+                    ),
+                    data,
+                );
+            }
+            wavecrew_core::Result::Ok(updated)
+        })
+        .await?;
+        if give_up {
+            return Ok(self.ended(&updated));
+        }
+        let _ = self.notes.send(Note::Crashed {
+            task: id.clone(),
+            crashes,
+        });
+        Ok(None)
+    }
+
+    async fn run_task(&self, id: &TaskId) -> wavecrew_core::Result<RunOutcome> {
+        let mut crashes = 0;
+        loop {
+            let task = self.get(id).await?;
+            if let Some(outcome) = self.ended(&task) {
+                return Ok(outcome);
+            }
+            // Remote workers: the engine holds the truth of a task in
+            // progress (the local copy only shows it).
+            if let Some(remote) = &self.remote {
+                if let Some(outcome) = self.run_remote(&**remote, &task, &mut crashes).await? {
+                    return Ok(outcome);
+                }
+                continue;
+            }
+            if task.status == TaskStatus::InProgress {
+                let holder = task.lease.as_ref().map(|l| l.pid);
+                if let Some(pid) = holder.filter(|p| pid_alive(*p)) {
+                    // A live worker of an earlier run (or spawn-and-stop):
+                    // adopt it, wait for it to end.
+                    while blocking(move || pid_alive(pid)).await {
+                        tokio::time::sleep(self.poll).await;
+                    }
+                    let after = self.get(id).await?;
+                    if after.status != TaskStatus::InProgress {
+                        continue;
+                    }
+                }
+                crashes += 1;
+                if let Some(outcome) = self.crashed(id, crashes).await? {
+                    return Ok(outcome);
+                }
+                continue;
+            }
+            let launcher = self.launcher.clone();
+            let to_start = task.clone();
+            let started = blocking(move || launcher.spawn(&to_start, false)).await;
+            let mut started = match started {
+                Ok(s) => s,
+                Err(e) => return self.could_not_start(&task, &e).await,
+            };
+            let pid = started.pid;
+            // The ledger records it (session, bus, progress) in the order
+            // of everything else that happened.
+            let _ = self.notes.send(Note::Spawned {
+                task: id.clone(),
+                role: started.role.clone(),
+                pid,
+            });
+            let exit = started.child.wait().await;
+            let _ = self.notes.send(Note::Exited {
+                task: id.clone(),
+                pid,
+            });
+            match exit {
+                // Exit 3: the worker's environment interrupted it (a full
+                // disk): stop starting work, keep the task for a resume.
+                Ok(status) if status.code() == Some(INTERRUPTED_EXIT) => {
+                    return Ok(self.interrupted_by(id).await);
+                }
+                Ok(_) => {}
+                Err(e) => tracing::error!("{}: waiting for its worker: {e}", id.as_str()),
+            }
+            let after = self.get(id).await?;
+            if let Some(outcome) = self.ended(&after) {
+                return Ok(outcome);
+            }
+            let taken_over = after.status == TaskStatus::InProgress
+                && after
+                    .lease
+                    .as_ref()
+                    .is_some_and(|l| l.pid != pid && pid_alive(l.pid));
+            if !taken_over {
+                crashes += 1;
+                if let Some(outcome) = self.crashed(id, crashes).await? {
+                    return Ok(outcome);
+                }
+            }
+        }
+    }
+
+    /// One remote run of `task`: its outcome once it ended, or None after
+    /// a crash that leaves it for another try.
+    async fn run_remote(
+        &self,
+        remote: &dyn RemoteWorkers,
+        task: &Task,
+        crashes: &mut u32,
+    ) -> wavecrew_core::Result<Option<RunOutcome>> {
+        let id = &task.id;
+        let Some((role, _)) = self.launcher.role_of(task) else {
+            let e = std::io::Error::other(format!("no role takes {}", id.as_str()));
+            return self.could_not_start(task, &e).await.map(Some);
+        };
+        let _ = self.notes.send(Note::Spawned {
+            task: id.clone(),
+            role: role.clone(),
+            pid: 0,
+        });
+        let ran = remote.run(task, &role).await;
+        let _ = self.notes.send(Note::Exited {
+            task: id.clone(),
+            pid: 0,
+        });
+        if let Err(e) = ran {
+            let e = std::io::Error::other(e);
+            return self.could_not_start(task, &e).await.map(Some);
+        }
+        let after = self.get(id).await?;
+        if let Some(outcome) = self.ended(&after) {
+            return Ok(Some(outcome));
+        }
+        *crashes += 1;
+        self.crashed(id, *crashes).await
+    }
+
+    /// Record that `id`'s worker was interrupted, with the last thing its
+    /// log says.
+    async fn interrupted_by(&self, id: &TaskId) -> RunOutcome {
+        let log =
+            wavecrew_core::SessionLayout::new(&self.launcher.session_dir).worker_log(id.as_str());
+        let last = blocking(move || std::fs::read_to_string(log).unwrap_or_default()).await;
+        let reason = last
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("its worker exited 3 (interrupted)")
+            .trim()
+            .to_owned();
+        let mut slot = self
+            .interruption
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.get_or_insert_with(|| (id.clone(), reason.clone()));
+        RunOutcome::failed(format!("interrupted: {reason}"))
+    }
+
+    async fn could_not_start(
+        &self,
+        task: &Task,
+        e: &std::io::Error,
+    ) -> wavecrew_core::Result<RunOutcome> {
+        let store = Arc::clone(&self.store);
+        let bus = Arc::clone(&self.bus);
+        let id = task.id.clone();
+        let error = e.to_string();
+        let updated = blocking(move || {
+            let mut data = task_data(&id);
+            data.insert("error".into(), json!(error));
+            log_record(&*bus, "error", &format!("{}: {error}", id.as_str()), data);
+            store.update(&id, &mut |x| {
+                x.status = TaskStatus::Failed;
+                x.result = Some(json!({"error": error}));
+                Ok(())
+            })
+        })
+        .await?;
+        Ok(self
+            .ended(&updated)
+            .unwrap_or_else(|| RunOutcome::failed(e.to_string())))
+    }
+}
+
+#[async_trait::async_trait]
+impl<B: MessageBus + 'static> TaskRunner for WorkerRunner<B> {
+    async fn run(&self, id: &TaskId) -> RunOutcome {
+        match self.run_task(id).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::error!("{}: {e}", id.as_str());
+                RunOutcome::failed(e.to_string())
+            }
+        }
+    }
+}
