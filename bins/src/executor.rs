@@ -9,10 +9,9 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use wavecrew_core::TaskStore;
-use wavecrew_core::role::WorkerOptions;
 use wavecrew_role_executor::Executor;
 use wavecrew_role_kit::run::stop;
-use wavecrew_role_kit::{OpenSpec, RoleSession, StoreLayout, run_role};
+use wavecrew_role_kit::{OpenSpec, RoleSession, StoreLayout, WorkerCommand, run_role};
 
 use crate::exit::{CliError, CmdResult};
 use crate::output;
@@ -27,29 +26,14 @@ use crate::worker::role_main;
 )]
 #[command(group(clap::ArgGroup::new("input").required(true).args(["session", "tasks"])))]
 pub struct ExecutorArgs {
-    /// The session folder (`.workflow/.team/<session-id>`), tasks in its `tasks/`.
-    #[arg(long)]
-    pub session: Option<PathBuf>,
-    /// Seed 000's own task folder (`.workflow/.team/tasks`); records go to
-    /// the bus of the session `executor`.
+    /// The common worker flags (`--session`: the session folder,
+    /// `.workflow/.team/<session-id>`, tasks in its `tasks/`).
+    #[command(flatten)]
+    pub worker: WorkerCommand,
+    /// Seed 000's own task folder (`.workflow/.team/tasks`), instead of
+    /// `--session`; records go to the bus of the session `executor`.
     #[arg(long)]
     pub tasks: Option<PathBuf>,
-    /// Take exactly this task.
-    #[arg(long)]
-    pub task: Option<String>,
-    /// Run every task through this backend (overrides task and plan).
-    #[arg(long)]
-    pub backend: Option<String>,
-    /// Read this configuration file instead of `<project root>/wavecrew.toml`.
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
-    /// With `--task`: then take the one IMPL successor it unblocked.
-    #[arg(long)]
-    pub fast_advance: bool,
-    /// The run's failure policy: with `always`, a task whose blockers
-    /// ended (failed ones included) may be taken.
-    #[arg(long, value_parser = crate::team::failure_policy_parser(), default_value = "continue")]
-    pub on_failure: wavecrew_orchestrator::FailurePolicy,
 }
 
 /// The executor's main.
@@ -66,7 +50,8 @@ pub fn executor_main_from(command_line: Vec<std::ffi::OsString>) -> ExitCode {
 pub const TASK_FOLDER_BUS: &str = "executor";
 
 fn run(args: &ExecutorArgs) -> CmdResult {
-    let (flag, given, layout) = match (&args.session, &args.tasks) {
+    let w = &args.worker;
+    let (flag, given, layout) = match (&w.session, &args.tasks) {
         (Some(s), _) => ("--session", s, StoreLayout::Session),
         (None, Some(t)) => (
             "--tasks",
@@ -81,9 +66,9 @@ fn run(args: &ExecutorArgs) -> CmdResult {
         folder: given,
         flag,
         layout,
-        config: args.config.as_deref(),
-        task: args.task.as_deref(),
-        backend: args.backend.clone(),
+        config: w.config.as_deref(),
+        task: w.task.as_deref(),
+        backend: w.backend.clone(),
         bus_key: None,
     })?;
     let store = &session.store;
@@ -116,11 +101,6 @@ fn run(args: &ExecutorArgs) -> CmdResult {
         })?;
     }
     let executor = Executor::new(session.ctx.clone());
-    let options = WorkerOptions {
-        task: session.task.clone(),
-        fast_advance: args.fast_advance,
-        blockers: crate::worker::blocker_rule(args.on_failure),
-        ..WorkerOptions::default()
-    };
+    let options = w.options(&session);
     Ok(run_role(&session, &executor, &options, stop)?.into())
 }

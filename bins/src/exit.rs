@@ -130,6 +130,16 @@ impl fmt::Display for CliError {
     }
 }
 
+impl From<wavecrew_orchestrator::RunError> for CliError {
+    fn from(e: wavecrew_orchestrator::RunError) -> Self {
+        if e.is_bad_input() {
+            CliError::bad_input(e)
+        } else {
+            CliError::internal(e)
+        }
+    }
+}
+
 impl From<CoreError> for CliError {
     fn from(e: CoreError) -> Self {
         if e.is_storage_full() {

@@ -11,7 +11,6 @@
 //! assert!(matches!(cli.command, wavecrew_cli::Command::Status(_)));
 //! ```
 
-pub mod budget;
 pub mod commands;
 pub mod executor;
 pub mod exit;
@@ -75,7 +74,7 @@ pub enum Command {
     /// Make a session from a task file (wavecrew.tasks.toml) and print its folder.
     New(commands::tasks::NewArgs),
     /// Run a pipeline in the foreground: a task file, or a session folder.
-    Run(RunArgs),
+    Run(commands::run::RunArgs),
     /// Explain the schedule before anything runs: check, waves, graph.
     #[command(subcommand)]
     Plan(commands::plan::PlanCommand),
@@ -110,82 +109,6 @@ pub enum Command {
     Schema,
 }
 
-/// `wavecrew run` arguments.
-#[derive(Debug, clap::Args)]
-pub struct RunArgs {
-    /// A task file (`wavecrew.tasks.toml`: its session is made, or resumed when this file made
-    /// it before), or a session folder (`.workflow/.team/<session-id>`).
-    pub session: std::path::PathBuf,
-    /// Workers at once (default: `[limits] max_parallel`; one with `[isolation] mode =
-    /// "in-place"`, where every task shares the project folder).
-    #[arg(long)]
-    pub max_parallel: Option<usize>,
-    /// What a failed task does to the rest of the pipeline.
-    #[arg(long, value_parser = team::failure_policy_parser(), default_value = "continue")]
-    pub on_failure: wavecrew_orchestrator::FailurePolicy,
-    /// Respawns of a task whose worker crashed.
-    #[arg(long, default_value_t = 2)]
-    pub crash_retries: u32,
-    /// Crossing the run budget (`[budget] run_tokens`, `run_usd`) stops the
-    /// running attempts too, not only new ones.
-    #[arg(long)]
-    pub hard_budget: bool,
-    /// Run every task through this backend.
-    #[arg(long)]
-    pub backend: Option<String>,
-    /// For a task file: the project root the session goes under.
-    #[arg(long, default_value = ".")]
-    pub root: std::path::PathBuf,
-    /// Print one JSON object at the end (counts, failed tasks, report paths); progress and
-    /// the report stay on stderr.
-    #[arg(long)]
-    pub json: bool,
-    /// After a run whose tasks all completed, fast-forward your branch and work tree to the
-    /// session's integration branch (`wavecrew/<session-id>`) when they have not moved since
-    /// the start (in a folder without git, write its result into the folder as files when
-    /// the folder's files have not changed); otherwise refuse and name the command to run
-    /// or the changed files.
-    #[arg(long)]
-    pub apply: bool,
-    /// Spread the session over hosts: tasks go as tickets to the workers of this NATS server
-    /// (`wavecrew worker --engine URL` on each host); default `[engine] url`. See
-    /// docs/scale-out.md.
-    #[arg(long, value_name = "URL")]
-    pub engine: Option<String>,
-}
-
-/// `wavecrew run`: a task file becomes its session first; then the
-/// session runs as `wavecrew-team run` runs it.
-fn run(a: RunArgs, config: Option<&std::path::Path>) -> Result<Exit, CliError> {
-    let session = match commands::tasks::session_for_run(&a.session, &a.root) {
-        Ok(s) => s,
-        // Scripts get their one object even when the input is refused.
-        Err(e) if a.json => return commands::tasks::after_run(&a.session, Err(e), true),
-        Err(e) => return Err(e),
-    };
-    if a.json {
-        output::lines_to_stderr();
-    }
-    let result = team::run_command(
-        team::TeamCommand::Run(team::TeamArgs {
-            session: Some(session.clone()),
-            max_parallel: a.max_parallel,
-            on_failure: a.on_failure,
-            crash_retries: a.crash_retries,
-            backend: a.backend,
-            hard_budget: a.hard_budget,
-            engine: a.engine,
-        }),
-        config,
-    );
-    // Where the work of an isolated run is; `--apply` takes it.
-    let result = match result {
-        Ok(Exit::Success) => commands::integration::after_run(&session, a.apply),
-        other => other,
-    };
-    commands::tasks::after_run(&session, result, a.json)
-}
-
 /// The `wavecrew` binary's main: parse, run, map the outcome to an exit code.
 pub fn wavecrew_main() -> ExitCode {
     // Multi-call: `wavecrew __executor …` is `wavecrew-executor …`, so a
@@ -218,7 +141,7 @@ pub fn wavecrew_main() -> ExitCode {
         Command::Msg(args) => commands::msg::run(&args),
         Command::Check(cmd) => commands::check::run(cmd),
         Command::Backend(cmd) => commands::backend::run(cmd, cli.config.as_deref()),
-        Command::Run(a) => run(a, cli.config.as_deref()),
+        Command::Run(a) => commands::run::run(a, cli.config.as_deref()),
         Command::Init(a) => commands::init::run(&a),
         Command::New(a) => commands::tasks::new(&a),
         Command::Completions(a) => commands::shell::completions(&a),

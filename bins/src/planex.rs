@@ -16,7 +16,7 @@ use wavecrew_role_kit::{Follow, KitError, RoleSession, run_role};
 use wavecrew_role_planex::{PlanexRole, all_planned};
 
 use crate::exit::CmdResult;
-use crate::worker::{WorkerFlags, role_main};
+use crate::worker::role_main;
 
 /// `wavecrew-planex` arguments.
 #[derive(Debug, Parser)]
@@ -25,10 +25,11 @@ use crate::worker::{WorkerFlags, role_main};
     version,
     about = "Seed 003: the planex EXEC-* executor"
 )]
+#[command(mut_arg("session", |a| a.required(true)))]
 pub struct PlanexArgs {
     /// The common worker flags.
     #[command(flatten)]
-    pub flags: WorkerFlags,
+    pub flags: wavecrew_role_kit::WorkerCommand,
     /// Without `--task`: give up waiting for the planner after this many seconds.
     #[arg(long, default_value_t = 1800)]
     pub idle_timeout: u64,

@@ -12,7 +12,7 @@ use wavecrew_role_kit::run_role;
 use wavecrew_role_roadmap::RoadmapRole;
 
 use crate::exit::CmdResult;
-use crate::worker::{WorkerFlags, role_main};
+use crate::worker::role_main;
 
 /// `wavecrew-roadmap` arguments.
 #[derive(Debug, Parser)]
@@ -21,10 +21,11 @@ use crate::worker::{WorkerFlags, role_main};
     version,
     about = "Seed 004: the roadmap EXEC-* executor"
 )]
+#[command(mut_arg("session", |a| a.required(true)))]
 pub struct RoadmapArgs {
     /// The common worker flags.
     #[command(flatten)]
-    pub flags: WorkerFlags,
+    pub flags: wavecrew_role_kit::WorkerCommand,
     /// Attempts of one wave at once (default: `[limits] max_parallel`; one
     /// in place).
     #[arg(long)]
@@ -44,7 +45,10 @@ pub fn roadmap_main_from(command_line: Vec<std::ffi::OsString>) -> ExitCode {
 fn run(args: &RoadmapArgs) -> CmdResult {
     let session = args.flags.open()?;
     let role = RoadmapRole {
-        max_parallel: crate::team::max_parallel(args.max_parallel, &session.ctx.config),
+        max_parallel: wavecrew_orchestrator::run::max_parallel(
+            args.max_parallel,
+            &session.ctx.config,
+        ),
         ctx: session.ctx.clone(),
     };
     let options = args.flags.options(&session);

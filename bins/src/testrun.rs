@@ -11,7 +11,7 @@ use wavecrew_role_kit::run_role;
 use wavecrew_role_testrun::TestRunRole;
 
 use crate::exit::CmdResult;
-use crate::worker::{WorkerFlags, role_main};
+use crate::worker::role_main;
 
 /// `wavecrew-testrun` arguments.
 #[derive(Debug, Parser)]
@@ -20,10 +20,11 @@ use crate::worker::{WorkerFlags, role_main};
     version,
     about = "Seed 002: the TESTRUN-* test executor"
 )]
+#[command(mut_arg("session", |a| a.required(true)))]
 pub struct TestRunArgs {
     /// The common worker flags.
     #[command(flatten)]
-    pub flags: WorkerFlags,
+    pub flags: wavecrew_role_kit::WorkerCommand,
 }
 
 /// The test executor's main.

@@ -9,15 +9,7 @@ fn project() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let d = tmp.path();
     let git = |args: &[&str]| {
-        assert!(
-            Command::new("git")
-                .args(args)
-                .current_dir(d)
-                .stdout(std::process::Stdio::null())
-                .status()
-                .unwrap()
-                .success()
-        );
+        wavecrew_testkit::git::git(d, args);
     };
     git(&["init", "-q"]);
     std::fs::write(d.join("README.md"), "# p\n").unwrap();
@@ -45,15 +37,7 @@ argv = ["/nonexistent/agent", "{{task_id}}"]
     )
     .unwrap();
     git(&["add", "."]);
-    git(&[
-        "-c",
-        "user.email=t@e",
-        "-c",
-        "user.name=t",
-        "commit",
-        "-qm",
-        "init",
-    ]);
+    git(&["commit", "-qm", "init"]);
     tmp
 }
 

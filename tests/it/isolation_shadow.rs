@@ -59,14 +59,8 @@ fn assert_no_git(root: &Path) {
         }
     }
     walk(root, root);
-    let out = Command::new("git")
-        .args(["rev-parse", "--is-inside-work-tree"])
-        .current_dir(root)
-        .stderr(Stdio::null())
-        .output()
-        .unwrap();
     assert!(
-        !out.status.success(),
+        !wavecrew_testkit::git::git_ok(root, &["rev-parse", "--is-inside-work-tree"]),
         "{} is a git work tree",
         root.display()
     );
@@ -74,19 +68,13 @@ fn assert_no_git(root: &Path) {
 
 /// git on the session's shadow repository.
 fn shadow_git(p: &Project, args: &[&str]) -> String {
-    let out = Command::new("git")
+    let out = wavecrew_sys::git::git(&p.session())
         .arg("--git-dir")
         .arg(p.session().join("shadow.git"))
         .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn result(p: &Project, id: &str) -> Value {

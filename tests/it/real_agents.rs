@@ -13,7 +13,6 @@
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::process::Command;
 
 use serde_json::{Value, json};
 use wavecrew_core::{FileTaskStore, Task, TaskId, TaskStore};
@@ -126,16 +125,7 @@ impl World {
     fn git_repo(&self) {
         let root = self.root();
         let git = |args: &[&str]| {
-            let out = Command::new("git")
-                .args(args)
-                .current_dir(&root)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "git {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
+            wavecrew_testkit::git::git(&root, args);
         };
         git(&["init", "-q"]);
         git(&["config", "user.email", "t@example.com"]);

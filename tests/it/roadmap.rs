@@ -331,16 +331,7 @@ fn isolated_units_land_in_wave_order_and_the_users_branch_is_untouched() {
     let config = std::fs::read_to_string(&toml).unwrap();
     std::fs::write(&toml, config.replace(crate::IN_PLACE, "")).unwrap();
     std::fs::write(root.join(".gitignore"), ".workflow/\n").unwrap();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@e"])
-            .args(args)
-            .current_dir(root)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let git = |args: &[&str]| crate::team::git(root, args);
     git(&["init", "-q", "-b", "main"]);
     git(&["add", "."]);
     git(&["commit", "-qm", "start"]);

@@ -486,13 +486,11 @@ fn completions_man_page_and_logs() {
 #[test]
 fn no_file_of_the_repository_points_outside_it() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let files = Command::new("git")
+    let files = wavecrew_sys::git::git(&root)
         .args(["ls-files", "-z"])
-        .current_dir(&root)
-        .output()
-        .unwrap();
-    assert!(files.status.success());
-    let names: Vec<String> = String::from_utf8_lossy(&files.stdout)
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let names: Vec<String> = String::from_utf8_lossy(&files)
         .split('\0')
         .filter(|s| !s.is_empty())
         .map(str::to_owned)

@@ -49,24 +49,13 @@ impl Project {
 /// `git <args>` in `dir` (argv, with a test identity), its stdout; a
 /// failure fails the test with git's words.
 pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .envs([
-            ("GIT_AUTHOR_NAME", "t"),
-            ("GIT_AUTHOR_EMAIL", "t@e"),
-            ("GIT_COMMITTER_NAME", "t"),
-            ("GIT_COMMITTER_EMAIL", "t@e"),
-        ])
+    use wavecrew_testkit::git::{TEST_EMAIL, TEST_NAME};
+    let out = wavecrew_sys::git::git(dir)
+        .identity(TEST_NAME, TEST_EMAIL)
         .args(args)
-        .current_dir(dir)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 pub(crate) fn role_file(name: &str) -> String {

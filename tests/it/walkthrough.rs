@@ -84,18 +84,7 @@ pub(crate) fn which(tool: &str) -> PathBuf {
 pub(crate) fn git_repo() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
     let git = |args: &[&str]| {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(tmp.path())
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-            .output()
-            .unwrap()
-            .status
-            .success();
-        assert!(ok, "git {args:?}");
+        wavecrew_testkit::git::git(tmp.path(), args);
     };
     git(&["init", "-q"]);
     std::fs::write(tmp.path().join("README.md"), "# my project\n").unwrap();

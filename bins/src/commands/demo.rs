@@ -13,7 +13,6 @@ use clap::Args;
 
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
-use crate::team::{TeamArgs, TeamCommand};
 
 /// The demo's files, relative to its root.
 pub const FILES: &[(&str, &str)] = &[
@@ -216,18 +215,11 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         output::line(&format!("run it with: wavecrew run {}", session.display()));
         return Ok(Exit::Success);
     }
-    let code = crate::team::run_command(
-        TeamCommand::Run(TeamArgs {
-            session: Some(session.clone()),
-            max_parallel: args.max_parallel,
-            on_failure: wavecrew_orchestrator::FailurePolicy::Continue,
-            crash_retries: 2,
-            backend: None,
-            hard_budget: false,
-            engine: None,
-        }),
-        None,
-    )?;
+    let spec = wavecrew_orchestrator::RunSpec {
+        max_parallel: args.max_parallel,
+        ..wavecrew_orchestrator::RunSpec::default()
+    };
+    let code = super::run::foreground(Some(&session), spec, None)?;
     // When the demo's tasks ran in worktrees, its folder is the demo's
     // own, so their work is applied to it (as `wavecrew run --apply` does).
     let code = match code {

@@ -2,12 +2,10 @@
 //! over hosts (`wavecrew run --engine`), see `wavecrew_fleet::HostAgent`.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use wavecrew_backends::Config;
 
-use crate::exit::{CliError, CmdResult, Exit};
-use crate::output;
+use crate::exit::{CliError, CmdResult};
 
 /// `wavecrew worker` arguments.
 #[derive(Debug, clap::Args)]
@@ -77,8 +75,23 @@ pub fn run(args: &WorkerArgs, config: Option<&Path>) -> CmdResult {
     std::fs::create_dir_all(&data_dir).map_err(|e| {
         CliError::bad_input(anyhow::anyhow!("--data-dir {}: {e}", data_dir.display()))
     })?;
+    host(args, &config, &url, host_id, data_dir)
+}
+
+/// Run the host agent on the engine at `url`.
+#[cfg(feature = "nats")]
+fn host(
+    args: &WorkerArgs,
+    config: &Config,
+    url: &str,
+    host_id: String,
+    data_dir: PathBuf,
+) -> CmdResult {
+    use crate::exit::Exit;
+    use crate::output;
+
     let options = wavecrew_fleet::HostOptions {
-        url: url.clone(),
+        url: url.to_owned(),
         credentials: config.engine.credentials_path(config.source.as_deref()),
         slots: args.slots,
         roles: args.roles.clone(),
@@ -87,7 +100,7 @@ pub fn run(args: &WorkerArgs, config: Option<&Path>) -> CmdResult {
         data_dir,
         exit_when_done: args.exit_when_done,
         bin_dir: None,
-        on_line: Arc::new(|line: &str| output::progress(line)),
+        on_line: std::sync::Arc::new(|line: &str| output::progress(line)),
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -108,4 +121,17 @@ pub fn run(args: &WorkerArgs, config: Option<&Path>) -> CmdResult {
             "the engine at {url}: {e}"
         ))),
     }
+}
+
+/// A build without the engine: refused with how to get it.
+#[cfg(not(feature = "nats"))]
+#[allow(clippy::needless_pass_by_value)]
+fn host(
+    _args: &WorkerArgs,
+    _config: &Config,
+    url: &str,
+    _host_id: String,
+    _data_dir: PathBuf,
+) -> CmdResult {
+    Err(super::engine::unavailable(url))
 }

@@ -62,11 +62,7 @@ fn bench(c: &mut Criterion) {
         b.iter(|| rt.block_on(backend.run(&req)));
     });
     let repo = tempfile::tempdir().unwrap();
-    Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(repo.path())
-        .status()
-        .unwrap();
+    wavecrew_testkit::git::git_ok(repo.path(), &["init", "-q"]);
     g.bench_function("attempt_git_repo", |b| {
         let req = request(repo.path(), &out.path().join("b"));
         b.iter(|| rt.block_on(backend.run(&req)));

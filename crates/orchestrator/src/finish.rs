@@ -23,6 +23,9 @@ pub struct Finished {
     pub banner: String,
     /// Each failed task with its error.
     pub failures: Vec<(TaskId, String)>,
+    /// The run budget (`[budget] run_tokens`, `run_usd`) this run crossed,
+    /// named: the run then fails, whatever its tasks did.
+    pub budget_crossed: Option<String>,
 }
 
 impl<B: MessageBus + 'static> Team<B> {
@@ -49,7 +52,10 @@ impl<B: MessageBus + 'static> Team<B> {
                 (t.id.clone(), why.to_owned())
             })
             .collect();
+        let budget_crossed = wavecrew_backends::governor::store::read_state(&self.valid.dir)
+            .and_then(|state| state.run_budget_crossed);
         Ok(Finished {
+            budget_crossed,
             banner: banner(&self.valid, &tasks, self.elapsed()),
             tasks,
             reports,

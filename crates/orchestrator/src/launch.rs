@@ -11,6 +11,8 @@
 use std::path::{Path, PathBuf};
 
 use wavecrew_core::{RoleEntry, SessionId, Task};
+use wavecrew_role_kit::WorkerCommand;
+use wavecrew_scheduler::FailurePolicy;
 
 /// The program (and leading arguments) of a built-in worker binary.
 pub fn sibling_program(name: &str, bin_dir: Option<&Path>) -> (PathBuf, Vec<String>) {
@@ -37,7 +39,7 @@ pub struct Launcher {
     pub bin_dir: Option<PathBuf>,
     /// The run's failure policy (`always` lets workers take tasks whose
     /// blockers failed).
-    pub on_failure: wavecrew_scheduler::FailurePolicy,
+    pub on_failure: FailurePolicy,
 }
 
 /// A started worker.
@@ -79,7 +81,6 @@ impl Launcher {
         fast_advance: bool,
     ) -> Option<(PathBuf, Vec<String>, String)> {
         let (role, prefix) = self.role_of(task)?;
-        let session = self.session_dir.display().to_string();
         let bin = self.bin_dir.as_deref();
         let session_id = self.session_id.as_str();
         let builtin = match prefix.as_str() {
@@ -89,46 +90,26 @@ impl Launcher {
             "EXEC" if session_id.starts_with("RD-") => Some("wavecrew-roadmap"),
             _ => None,
         };
+        let worker = WorkerCommand {
+            task: Some(task.id.as_str().into()),
+            backend: self.backend.clone(),
+            config: self.config_file.clone(),
+            fast_advance,
+            // Only `always` changes what a worker may take.
+            on_failure: match self.on_failure {
+                FailurePolicy::Always => FailurePolicy::Always,
+                _ => FailurePolicy::Continue,
+            },
+            ..WorkerCommand::for_session(&self.session_dir)
+        };
         let (program, mut args) = if let Some(binary) = builtin {
-            let (program, mut lead) = sibling_program(binary, bin);
-            lead.extend([
-                "--session".into(),
-                session,
-                "--task".into(),
-                task.id.as_str().into(),
-            ]);
-            if fast_advance {
-                lead.push("--fast-advance".into());
-            }
-            (program, lead)
+            sibling_program(binary, bin)
         } else {
             let (program, mut lead) = sibling_program("wavecrew-team", bin);
-            lead.extend([
-                "worker".into(),
-                "--session".into(),
-                session,
-                "--task".into(),
-                task.id.as_str().into(),
-                "--role".into(),
-                role.clone(),
-            ]);
-            if fast_advance {
-                lead.push("--fast-advance".into());
-            }
+            lead.extend(["worker".into(), "--role".into(), role.clone()]);
             (program, lead)
         };
-        if self.on_failure == wavecrew_scheduler::FailurePolicy::Always {
-            args.push("--on-failure".into());
-            args.push("always".into());
-        }
-        if let Some(b) = &self.backend {
-            args.push("--backend".into());
-            args.push(b.clone());
-        }
-        if let Some(c) = &self.config_file {
-            args.push("--config".into());
-            args.push(c.display().to_string());
-        }
+        args.extend(worker.to_args());
         Some((program, args, role))
     }
 

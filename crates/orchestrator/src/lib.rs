@@ -18,6 +18,8 @@
 //! * [`team`]: spawn-and-stop (`start`, `resume`) and the foreground run
 //!   (`run`); [`finish`]: the end state, reports and banner;
 //!   [`report`]: the completion banner, `reports/summary.md`, `check`;
+//! * [`run`]: a session opened, prepared and turned into a [`Team`] with
+//!   a run's options: the library entry point of `wavecrew run`.
 //!
 //! ```
 //! // Validation speaks the seed's messages.
@@ -33,6 +35,7 @@ pub mod launch;
 mod ledger;
 pub mod reconcile;
 pub mod report;
+pub mod run;
 pub mod session_file;
 pub mod team;
 pub mod validate;
@@ -41,6 +44,7 @@ mod worker_runner;
 
 pub use finish::Finished;
 pub use launch::sibling_program;
+pub use run::{OpenSession, RunError, RunSpec};
 pub use team::Team;
 pub use validate::{SessionInvalid, ValidSession, check_graph, validate};
 pub use vocabulary::{

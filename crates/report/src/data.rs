@@ -254,9 +254,10 @@ pub fn collect(session_dir: &Path) -> Result<RunData, ReportError> {
     let store = wavecrew_core::FileTaskStore::for_session(session_dir);
     let tasks = store.list()?;
     let bus = read_bus(session_dir);
-    let session: Option<Value> = std::fs::read(wavecrew_core::SessionLayout::new(session_dir).team_session())
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok());
+    let session: Option<Value> =
+        std::fs::read(wavecrew_core::SessionLayout::new(session_dir).team_session())
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
     let session_id = session_dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

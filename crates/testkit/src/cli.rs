@@ -77,6 +77,10 @@ pub fn bin_path(name: &str) -> PathBuf {
                 "-p",
                 "wavecrew-cli",
                 "--bins",
+                // The scale-out engine too: tests/it/scale_out.rs runs it
+                // (and the e2e crate builds the CLI with it anyway).
+                "--features",
+                "nats",
                 "--profile",
                 profile,
             ])

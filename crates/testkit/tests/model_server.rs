@@ -6,12 +6,13 @@
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use wavecrew_testkit::agent_cli_bins::{AgentCli, VERSIONS, cache_dir, cli_bin};
+use wavecrew_testkit::git::git;
 use wavecrew_testkit::model_server::{
     Api, Directive, Fail, MockLlm, MockOptions, ToolPref, parse_directives, unreachable_base_url,
 };
@@ -1033,17 +1034,6 @@ struct Run {
     stdout: String,
     stderr: String,
     hello: Option<String>,
-}
-
-fn git(repo: &Path, args: &[&str]) {
-    let status = Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .status()
-        .expect("git runs");
-    assert!(status.success(), "git {args:?}");
 }
 
 fn run_real(cli: AgentCli, mock: &MockLlm) -> Run {

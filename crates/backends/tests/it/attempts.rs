@@ -4,7 +4,6 @@
 //! carry shell syntax.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Mutex;
 
 use serde_json::json;
@@ -13,31 +12,14 @@ use wavecrew_backends::config::Config;
 use wavecrew_backends::{CliBackend, ResolvedBackend};
 use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, Limits, Mode, TaskId};
 use wavecrew_testkit::bin_path;
+use wavecrew_testkit::git::git;
 
 fn git_repo() -> tempfile::TempDir {
     let tmp = tempfile::tempdir().unwrap();
-    let run = |args: &[&str]| {
-        let ok = Command::new("git")
-            .args(args)
-            .current_dir(tmp.path())
-            .stdout(std::process::Stdio::null())
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok);
-    };
-    run(&["init", "-q"]);
+    git(tmp.path(), &["init", "-q"]);
     std::fs::write(tmp.path().join("README.md"), "# demo\n").unwrap();
-    run(&["add", "."]);
-    run(&[
-        "-c",
-        "user.email=t@e",
-        "-c",
-        "user.name=t",
-        "commit",
-        "-qm",
-        "init",
-    ]);
+    git(tmp.path(), &["add", "."]);
+    git(tmp.path(), &["commit", "-qm", "init"]);
     tmp
 }
 

@@ -10,13 +10,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use wavecrew_backends::CliBackend;
 use wavecrew_backends::config::{BackendSpec, Kind, ResolvedBackend};
 use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, Limits, Mode};
 use wavecrew_testkit::agent_cli_bins::{AgentCli, cli_bin};
+use wavecrew_testkit::git::git;
 use wavecrew_testkit::model_server::{Api, Fail, MockLlm, MockOptions, unreachable_base_url};
 
 /// The hostile prompt every run sends: it must reach the model verbatim.
@@ -37,29 +37,10 @@ pub(crate) fn world() -> World {
     std::fs::create_dir_all(home.join(".codex")).unwrap();
     std::fs::create_dir_all(home.join(".gemini")).unwrap();
     std::fs::create_dir_all(tmp.path().join("tmp")).unwrap();
-    let git = |args: &[&str]| {
-        assert!(
-            Command::new("git")
-                .args(args)
-                .current_dir(&repo)
-                .stdout(std::process::Stdio::null())
-                .status()
-                .unwrap()
-                .success()
-        );
-    };
-    git(&["init", "-q"]);
+    git(&repo, &["init", "-q"]);
     std::fs::write(repo.join("README"), "seed\n").unwrap();
-    git(&["add", "."]);
-    git(&[
-        "-c",
-        "user.email=t@e",
-        "-c",
-        "user.name=t",
-        "commit",
-        "-qm",
-        "init",
-    ]);
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-qm", "init"]);
     World {
         out: tmp.path().join("attempts"),
         repo,

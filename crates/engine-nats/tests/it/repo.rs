@@ -3,36 +3,14 @@
 //! cache follows it, and an attempt's commits come back to the coordinator.
 
 use std::path::Path;
-use std::process::Command;
 
 use wavecrew_engine_nats::RepoChannel;
 use wavecrew_isolation::Repo;
+use wavecrew_testkit::git::git;
 
 use crate::support::{NatsServer, runtime};
 
 const BRANCH: &str = "refs/heads/wavecrew/S-carry";
-
-/// Run git in `dir` (a fixed identity); stdout trimmed; panics on failure.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .envs([
-            ("GIT_AUTHOR_NAME", "T"),
-            ("GIT_AUTHOR_EMAIL", "t@example.invalid"),
-            ("GIT_COMMITTER_NAME", "T"),
-            ("GIT_COMMITTER_EMAIL", "t@example.invalid"),
-        ])
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
 
 fn commit(dir: &Path, file: &str, text: &str) -> String {
     std::fs::write(dir.join(file), text).unwrap();

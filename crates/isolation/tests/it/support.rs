@@ -2,9 +2,9 @@
 //! deleted on drop) and the git plumbing the assertions read.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use wavecrew_isolation::{Integration, Repo};
+use wavecrew_testkit::git::{TEST_EMAIL, TEST_NAME, git};
 
 /// A git repository in its own temp dir, with one commit on `main`.
 pub(crate) struct Project {
@@ -38,18 +38,11 @@ impl Project {
 
     /// Raw stdout bytes of a git command (for byte-exact comparisons).
     pub(crate) fn git_bytes(&self, args: &[&str]) -> Vec<u8> {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(&self.top)
+        wavecrew_sys::git::git(&self.top)
+            .identity(TEST_NAME, TEST_EMAIL)
             .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
+            .run()
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Write a project file (folders made as needed).
@@ -78,9 +71,7 @@ impl Project {
 
     /// `git fsck` finds nothing wrong, and no merge or rebase is in progress.
     pub(crate) fn assert_sound(&self) {
-        let out = Command::new("git")
-            .arg("-C")
-            .arg(&self.top)
+        let (_, out) = wavecrew_sys::git::git(&self.top)
             .args(["fsck", "--strict", "--no-dangling", "--no-progress"])
             .output()
             .unwrap();
@@ -122,19 +113,7 @@ impl Project {
 
 /// Run git in `dir`; panics with stderr on failure; stdout trimmed.
 pub(crate) fn git_in(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    git(dir, args)
 }
 
 /// Write `dir/rel` (folders made as needed).
@@ -201,19 +180,8 @@ impl Folder {
     /// Run git on the shadow of session `session` (its git dir named).
     pub(crate) fn git(&self, session: &str, args: &[&str]) -> String {
         let git_dir = self.state_dir(session).join("shadow.git");
-        let out = Command::new("git")
-            .arg("--git-dir")
-            .arg(&git_dir)
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?} in {}: {}",
-            git_dir.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        let git_dir = git_dir.to_str().unwrap();
+        git(&self.top, &[&["--git-dir", git_dir][..], args].concat())
     }
 
     /// Every path under the folder (`.workflow` left out), with its kind,

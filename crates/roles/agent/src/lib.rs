@@ -192,39 +192,30 @@ impl Role for AgentRole {
     /// conflict or a failed `[integration] verify` gets one revision in a
     /// worktree of the new tip; a second leaves the task `blocked` (failed).
     async fn validate(&self, task: &Task, work: &AgentWork) -> Report {
-        let first = match self.report_and_land(task, work, &[]).await {
-            Ok(report) => return report,
-            Err(unlanded) => unlanded,
-        };
-        self.ctx
-            .record_landing(&self.name, task, &work.workspace, &first, true);
-        let earlier: Vec<Value> = first.conflict_json().into_iter().collect();
-        let revision = match self.revise(task, work, &first).await {
-            Ok(revision) => revision,
-            Err(e) => {
-                return ReportBuilder::phase_failed("task_failed", task, &e)
-                    .field("conflict", earlier.first())
-                    .field("conflicts", &earlier)
-                    .build();
-            }
-        };
-        let second = match self.report_and_land(task, &revision, &earlier).await {
-            Ok(report) => return report,
-            Err(unlanded) => unlanded,
-        };
-        self.ctx
-            .record_landing(&self.name, task, &revision.workspace, &second, false);
-        second
-            .unlanded_report("task_failed", task, &revision.workspace, &earlier)
-            .build()
+        wavecrew_role_kit::land_with_one_revision(self, task, work).await
     }
 }
 
-impl AgentRole {
+#[async_trait::async_trait]
+impl wavecrew_role_kit::RevisedLanding for AgentRole {
+    type Work = AgentWork;
+
+    fn landing_role(&self) -> &str {
+        &self.name
+    }
+
+    fn landing_ctx(&self) -> &RoleContext {
+        &self.ctx
+    }
+
+    fn workspace_of<'w>(&self, work: &'w AgentWork) -> Option<&'w Workspace> {
+        Some(&work.workspace)
+    }
+
     /// Phase 4 on `work`: the report, after landing a writing role's work.
     /// `Err` is a landing that did not land; `conflicts` are the earlier
     /// ones, recorded on the report.
-    async fn report_and_land(
+    async fn check_and_land(
         &self,
         task: &Task,
         work: &AgentWork,

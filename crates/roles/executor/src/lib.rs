@@ -362,40 +362,12 @@ impl Role for Executor {
         }
     }
 
-    /// Validation, then the merge queue. A conflict with work that landed
-    /// meanwhile gets one revision: the agent does the task again in a
-    /// worktree of the new tip, told what conflicted; a second conflict
-    /// leaves the task `blocked` for a person, naming the other tasks and
-    /// the files.
+    /// Validation, then the merge queue, with one revision after a
+    /// conflict with work that landed meanwhile (the role kit's loop); a
+    /// second conflict leaves the task `blocked` for a person, naming the
+    /// other tasks and the files.
     async fn validate(&self, task: &Task, work: &ExecWork) -> Report {
-        let first = match self.check_and_land(task, work, &[]).await {
-            Ok(report) => return report,
-            Err(conflict) => conflict,
-        };
-        self.ctx
-            .record_landing("executor", task, &work.workspace, &first, true);
-        let earlier: Vec<Value> = first.conflict_json().into_iter().collect();
-        let revision = match self.revise(task, work, &first).await {
-            Ok(r) => r,
-            Err(e) => {
-                return ReportBuilder::phase_failed("task_failed", task, &e)
-                    .field("conflict", earlier.first())
-                    .field("conflicts", &earlier)
-                    .field("retry_count", task.attempts)
-                    .field("timestamp", now())
-                    .build();
-            }
-        };
-        let second = match self.check_and_land(task, &revision, &earlier).await {
-            Ok(report) => return report,
-            Err(conflict) => conflict,
-        };
-        self.ctx
-            .record_landing("executor", task, &revision.workspace, &second, false);
-        second
-            .unlanded_report("task_failed", task, &revision.workspace, &earlier)
-            .field("timestamp", now())
-            .build()
+        wavecrew_role_kit::land_with_one_revision(self, task, work).await
     }
 
     fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
@@ -410,7 +382,41 @@ impl Role for Executor {
     }
 }
 
-impl Executor {
+#[async_trait::async_trait]
+impl wavecrew_role_kit::RevisedLanding for Executor {
+    type Work = ExecWork;
+
+    fn landing_role(&self) -> &'static str {
+        "executor"
+    }
+
+    fn landing_ctx(&self) -> &RoleContext {
+        &self.ctx
+    }
+
+    fn workspace_of<'w>(&self, work: &'w ExecWork) -> Option<&'w wavecrew_role_kit::Workspace> {
+        Some(&work.workspace)
+    }
+
+    fn revision_failed(&self, task: &Task, report: ReportBuilder) -> ReportBuilder {
+        report
+            .field("retry_count", task.attempts)
+            .field("timestamp", now())
+    }
+
+    fn unlanded(
+        &self,
+        task: &Task,
+        _work: &ExecWork,
+        second: &wavecrew_role_kit::Landed,
+        workspace: &wavecrew_role_kit::Workspace,
+        earlier: &[Value],
+    ) -> ReportBuilder {
+        second
+            .unlanded_report("task_failed", task, workspace, earlier)
+            .field("timestamp", now())
+    }
+
     /// A revision after `conflict`: a worktree of the new integration tip
     /// (the next claim's), the agent told what conflicted, phase 3 again.
     async fn revise(

@@ -12,10 +12,14 @@
 //!   from a task's that are always distinct from it ([`derived_id`]);
 //! * [`plan_text`]: a plan's steps, file changes, criteria and commands
 //!   read from whichever shape the planner wrote, for the prompts;
+//! * [`landing`]: the landing loop every writing role shares (land, one
+//!   revision after a conflict or a failed verify, land again);
 //! * [`report`]: the typed report builder: the bus record and the task's
 //!   result come from one value;
 //! * [`session`] and [`run`]: opening a session folder for a role binary
-//!   and the role main ([`run_role`]) every binary calls.
+//!   and the role main ([`run_role`]) every binary calls;
+//! * [`worker_command`]: the flags a role binary is started with, one type
+//!   the launcher writes and every role binary parses.
 //!
 //! ```
 //! use wavecrew_core::{Task, TaskId, TaskStatus};
@@ -35,17 +39,21 @@
 
 pub mod attempt;
 pub mod context;
+pub mod landing;
 pub mod plan_text;
 pub mod prompt;
 pub mod report;
 pub mod run;
 pub mod session;
+pub mod worker_command;
 pub mod workspace;
 
 pub use attempt::{Attempt, Review, backend_used, derived_id, derived_id_from};
 pub use context::{BusFault, RoleBus, RoleContext, SharedBus, share_bus};
+pub use landing::{RevisedLanding, land_with_one_revision};
 pub use prompt::{Preview, PromptPreview};
 pub use report::ReportBuilder;
 pub use run::{Follow, RoleExit, run_role};
 pub use session::{KitError, OpenSpec, RoleSession, StoreLayout};
+pub use worker_command::WorkerCommand;
 pub use workspace::{Landed, Verify, Workspace};

@@ -49,6 +49,12 @@ pub enum KitError {
     /// The async runtime could not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    /// The command line is incomplete.
+    #[error("{message}")]
+    Usage {
+        /// What is missing.
+        message: String,
+    },
 }
 
 impl KitError {
@@ -59,7 +65,8 @@ impl KitError {
             KitError::Folder { .. }
             | KitError::NoProject { .. }
             | KitError::Id(_)
-            | KitError::Config(_) => true,
+            | KitError::Config(_)
+            | KitError::Usage { .. } => true,
             KitError::Bus(_) | KitError::BusFault(_) | KitError::Runtime(_) => false,
             KitError::Core(e) => e.is_bad_input(),
         }

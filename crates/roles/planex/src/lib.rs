@@ -382,52 +382,48 @@ impl Role for PlanexRole {
     /// conflict (or a failed `[integration] verify`) gets one revision in a
     /// worktree of the new tip; a second leaves the task `blocked` (failed).
     async fn validate(&self, task: &Task, work: &PlanexWork) -> Report {
-        let first = match self.check_and_commit(task, work, &[]).await {
-            Ok(report) => return report,
-            Err(unlanded) => unlanded,
-        };
-        let Some(first_ws) = &work.workspace else {
-            return self
-                .failure(task, &PhaseError("nothing landed and no workspace".into()))
-                .build();
-        };
-        self.ctx
-            .record_landing("executor", task, first_ws, &first, true);
-        let earlier: Vec<Value> = first.conflict_json().into_iter().collect();
-        let revision = match self.revise(task, work, &first).await {
-            Ok(revision) => revision,
-            Err(e) => {
-                return self
-                    .failure(task, &e)
-                    .field("conflict", earlier.first())
-                    .field("conflicts", &earlier)
-                    .build();
-            }
-        };
-        let second = match self.check_and_commit(task, &revision, &earlier).await {
-            Ok(report) => return report,
-            Err(unlanded) => unlanded,
-        };
-        let Some(ws) = &revision.workspace else {
-            return self
-                .failure(task, &PhaseError("nothing landed and no workspace".into()))
-                .build();
-        };
-        self.ctx
-            .record_landing("executor", task, ws, &second, false);
-        second
-            .unlanded_report("impl_failed", task, ws, &earlier)
-            .field("issue_id", &work.issue_id)
-            .field("resume", self.resume_command(task))
-            .build()
+        wavecrew_role_kit::land_with_one_revision(self, task, work).await
     }
 }
 
-impl PlanexRole {
+#[async_trait::async_trait]
+impl wavecrew_role_kit::RevisedLanding for PlanexRole {
+    type Work = PlanexWork;
+
+    fn landing_role(&self) -> &'static str {
+        "executor"
+    }
+
+    fn landing_ctx(&self) -> &RoleContext {
+        &self.ctx
+    }
+
+    fn workspace_of<'w>(&self, work: &'w PlanexWork) -> Option<&'w Workspace> {
+        work.workspace.as_ref()
+    }
+
+    fn failed(&self, task: &Task, error: &PhaseError) -> ReportBuilder {
+        self.failure(task, error)
+    }
+
+    fn unlanded(
+        &self,
+        task: &Task,
+        work: &PlanexWork,
+        second: &Landed,
+        workspace: &Workspace,
+        earlier: &[Value],
+    ) -> ReportBuilder {
+        second
+            .unlanded_report("impl_failed", task, workspace, earlier)
+            .field("issue_id", &work.issue_id)
+            .field("resume", self.resume_command(task))
+    }
+
     /// Phase 4 on `work`: the tests, the review and the commit. `Err` is
     /// a landing that did not land (a conflict or a failed verify);
     /// `conflicts` are the earlier ones, recorded on the report.
-    async fn check_and_commit(
+    async fn check_and_land(
         &self,
         task: &Task,
         work: &PlanexWork,

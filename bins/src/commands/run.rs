@@ -1,0 +1,271 @@
+//! `wavecrew run` (and `wavecrew-team run`): a task file becomes its
+//! session, the session runs in the foreground on the orchestrator's
+//! library entry point ([`wavecrew_orchestrator::run`]) with progress lines,
+//! then the completion report, the budget verdict, and where the work is.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use wavecrew_core::TaskStore;
+use wavecrew_orchestrator::{OpenSession, Progress, RunEnd, RunSpec};
+use wavecrew_role_kit::worker_command::{FailurePolicy, failure_policy_parser};
+
+use crate::exit::{CliError, CmdResult, Exit};
+use crate::output;
+
+/// `wavecrew run` arguments.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// A task file (`wavecrew.tasks.toml`: its session is made, or resumed when this file made
+    /// it before), or a session folder (`.workflow/.team/<session-id>`).
+    pub session: std::path::PathBuf,
+    /// Workers at once (default: `[limits] max_parallel`; one with `[isolation] mode =
+    /// "in-place"`, where every task shares the project folder).
+    #[arg(long)]
+    pub max_parallel: Option<usize>,
+    /// What a failed task does to the rest of the pipeline.
+    #[arg(long, value_parser = failure_policy_parser(), default_value = "continue")]
+    pub on_failure: FailurePolicy,
+    /// Respawns of a task whose worker crashed.
+    #[arg(long, default_value_t = 2)]
+    pub crash_retries: u32,
+    /// Crossing the run budget (`[budget] run_tokens`, `run_usd`) stops the
+    /// running attempts too, not only new ones.
+    #[arg(long)]
+    pub hard_budget: bool,
+    /// Run every task through this backend.
+    #[arg(long)]
+    pub backend: Option<String>,
+    /// For a task file: the project root the session goes under.
+    #[arg(long, default_value = ".")]
+    pub root: std::path::PathBuf,
+    /// Print one JSON object at the end (counts, failed tasks, report paths); progress and
+    /// the report stay on stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// After a run whose tasks all completed, fast-forward your branch and work tree to the
+    /// session's integration branch (`wavecrew/<session-id>`) when they have not moved since
+    /// the start (in a folder without git, write its result into the folder as files when
+    /// the folder's files have not changed); otherwise refuse and name the command to run
+    /// or the changed files.
+    #[arg(long)]
+    pub apply: bool,
+    /// Spread the session over hosts: tasks go as tickets to the workers of this NATS server
+    /// (`wavecrew worker --engine URL` on each host); default `[engine] url`. See
+    /// docs/scale-out.md.
+    #[arg(long, value_name = "URL")]
+    pub engine: Option<String>,
+}
+
+/// `wavecrew run`: a task file becomes its session first; then the
+/// session runs as `wavecrew-team run` runs it.
+pub fn run(a: RunArgs, config: Option<&Path>) -> CmdResult {
+    let session = match super::tasks::session_for_run(&a.session, &a.root) {
+        Ok(s) => s,
+        // Scripts get their one object even when the input is refused.
+        Err(e) if a.json => return super::tasks::after_run(&a.session, Err(e), true),
+        Err(e) => return Err(e),
+    };
+    if a.json {
+        output::lines_to_stderr();
+    }
+    let spec = RunSpec {
+        max_parallel: a.max_parallel,
+        on_failure: a.on_failure,
+        crash_retries: a.crash_retries,
+        backend: a.backend,
+        hard_budget: a.hard_budget,
+        config_file: config.map(Path::to_owned),
+        remote: None,
+    };
+    let result = foreground(Some(&session), spec, a.engine.as_deref());
+    // Where the work of an isolated run is; `--apply` takes it.
+    let result = match result {
+        Ok(Exit::Success) => super::integration::after_run(&session, a.apply),
+        other => other,
+    };
+    super::tasks::after_run(&session, result, a.json)
+}
+
+/// Reconcile (telling what was created or reset), check the graph, prune
+/// the stale worktrees of an earlier run.
+pub fn prepare(opened: &mut OpenSession) -> Result<(), CliError> {
+    let r = opened.reconcile()?;
+    for id in &r.created {
+        output::warning(&format!("{}: created from task-analysis.json", id.as_str()));
+    }
+    for id in r.reset.iter().chain(&r.orphans) {
+        output::warning(&format!("{}: reset from interrupted state", id.as_str()));
+    }
+    opened.check_graph()?;
+    super::integration::prune_at_start(&opened.valid.dir);
+    Ok(())
+}
+
+/// Run the session at `session` in the foreground until its pipeline ends,
+/// with progress lines, then the completion report; on the engine of
+/// `engine` (else `[engine] url`) the tasks go to remote hosts.
+pub fn foreground(session: Option<&Path>, mut spec: RunSpec, engine: Option<&str>) -> CmdResult {
+    let mut opened = OpenSession::open(session, spec.config_file.as_deref())?;
+    prepare(&mut opened)?;
+    if let Err(e) = opened.set_hard_budget(spec.hard_budget) {
+        output::warning(&e.to_string());
+    }
+    let rt = runtime()?;
+    let engine = match super::engine::url(engine, &opened.config) {
+        Some(url) => {
+            let run = rt.block_on(super::engine::start(
+                &url,
+                &opened,
+                spec.config_file.as_deref(),
+            ))?;
+            output::progress(&format!(
+                "[executor] tasks go to the workers of {url} (`wavecrew worker --engine {url}`)"
+            ));
+            spec.remote = Some(run.remote());
+            Some(run)
+        }
+        None => None,
+    };
+    let total = opened.store.list()?.len();
+    let session_dir = opened.valid.dir.clone();
+    let live_bar = output::live_progress(total);
+    let bar = live_bar.clone();
+    let mut team = opened.team(&spec);
+    team.on_progress = Arc::new(move |p| progress_line(bar.as_ref(), &session_dir, p));
+    let end = rt.block_on(async {
+        tokio::select! {
+            end = team.run() => Some(end),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    if let Some(bar) = &live_bar {
+        bar.finish_and_clear();
+    }
+    if let Some(engine) = &engine {
+        rt.block_on(engine.finish());
+    }
+    let Some(end) = end else {
+        output::error("interrupted: resume with `wavecrew run` on the same session");
+        return Ok(Exit::Interrupted);
+    };
+    let end = end?;
+    if let RunEnd::Interrupted { task, reason } = &end {
+        // Record what can be recorded; the interruption is the news.
+        if let Err(e) = team.finish(&end) {
+            output::error(&format!("the session could not be finished: {e}"));
+        }
+        output::error(&format!(
+            "interrupted: the worker of {} stopped: {reason}",
+            task.as_str()
+        ));
+        output::error(
+            "nothing new was started; fix the cause (a full disk: free some space), then resume with `wavecrew run` on the same session",
+        );
+        return Ok(Exit::Interrupted);
+    }
+    let finished = team.finish(&end)?;
+    let dir = team.valid.dir.display().to_string();
+    let reports_ok = match &finished.reports {
+        Ok(reports) => {
+            output::progress(&format!("reports written to {}", reports.display()));
+            true
+        }
+        Err(e) => {
+            output::error(&format!("the reports could not be written: {e}"));
+            false
+        }
+    };
+    match &end {
+        RunEnd::Stalled { stuck } => {
+            output::error(
+                "the pipeline stalled: nothing is ready, nothing runs, and it is not complete",
+            );
+            for (id, why) in stuck {
+                output::error(&format!("  {}: {why}", id.as_str()));
+            }
+            return Ok(Exit::Failed);
+        }
+        RunEnd::Paused { task, reason } => {
+            output::error(&format!(
+                "paused: the consensus on {task} is still blocked after its revision: {reason}"
+            ));
+            output::error("decide, then resume with `wavecrew run` on the same session");
+            return Ok(Exit::Failed);
+        }
+        RunEnd::Interrupted { .. } => return Ok(Exit::Interrupted),
+        RunEnd::Complete | RunEnd::Failed { .. } => {}
+    }
+    output::line(finished.banner.trim_end());
+    // Failures once more, with where to look.
+    for (id, why) in &finished.failures {
+        let id = id.as_str();
+        output::error(&format!(
+            "{id} failed: {why}\n  look at {dir}/attempts/{id}/ and {dir}/workers/{id}.log"
+        ));
+    }
+    if let Some(verdict) = &finished.budget_crossed {
+        output::error(&format!("the run stopped: {verdict}"));
+        return Ok(Exit::Failed);
+    }
+    Ok(match end {
+        RunEnd::Complete if reports_ok => Exit::Success,
+        RunEnd::Complete => Exit::Internal,
+        _ => Exit::Failed,
+    })
+}
+
+/// One progress line: on the live bar (a terminal), else a timestamped
+/// line on stderr.
+fn progress_line(bar: Option<&indicatif::ProgressBar>, session_dir: &Path, p: &Progress) {
+    let line = match p {
+        Progress::Spawned { task, role, pid } => {
+            format!("{} started ({role}, pid {pid})", task.as_str())
+        }
+        Progress::Finished { task, status } => {
+            let mut l = format!("{} {}", task.as_str(), status.as_str());
+            if status.is_unsuccessful() {
+                let _ = write!(
+                    l,
+                    " (see {}/workers/{}.log and {}/attempts/{}/)",
+                    session_dir.display(),
+                    task.as_str(),
+                    session_dir.display(),
+                    task.as_str()
+                );
+            }
+            l
+        }
+        Progress::Crashed { task, crashes } => {
+            format!("{} worker crashed ({crashes}); retrying", task.as_str())
+        }
+        Progress::Totals {
+            done,
+            total,
+            running,
+        } => format!("progress {done}/{total} done, {running} running"),
+    };
+    match (bar, p) {
+        (Some(bar), Progress::Totals { done, running, .. }) => {
+            bar.set_position(u64::try_from(*done).unwrap_or(0));
+            bar.set_message(format!("{running} running"));
+        }
+        (Some(bar), _) => bar.println(format!("[{}] {line}", clock())),
+        (None, _) => output::progress(&format!("[{}] {line}", clock())),
+    }
+}
+
+/// The async runtime of a run: two worker threads.
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(CliError::internal)
+}
+
+fn clock() -> String {
+    let now = jiff::Zoned::now();
+    now.strftime("%H:%M:%S").to_string()
+}
