@@ -20,7 +20,18 @@ fn cargo_install_puts_working_binaries_on_path() {
     let root = tempfile::tempdir().unwrap();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(&cargo)
-        .args(["install", "--quiet", "--locked", "--debug", "--path"])
+        // The features the tests build with (the engine too, as a fleet
+        // installs it), so the install reuses the build instead of
+        // replacing the binaries other tests are running.
+        .args([
+            "install",
+            "--quiet",
+            "--locked",
+            "--debug",
+            "--features",
+            "nats",
+            "--path",
+        ])
         .arg(workspace.join("bins"))
         .arg("--root")
         .arg(root.path())
@@ -85,4 +96,70 @@ fn which_dir(tool: &str) -> Option<PathBuf> {
         .iter()
         .flat_map(std::env::split_paths)
         .find(|d| d.join(tool).is_file())
+}
+
+/// The packages `cargo tree` lists for the CLI's normal dependencies.
+fn cli_tree(features: &[&str]) -> Vec<String> {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(&cargo)
+        .args([
+            "tree",
+            "--quiet",
+            "--locked",
+            "--offline",
+            "-p",
+            "wavecrew-cli",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .args(features)
+        .current_dir(&workspace)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cargo tree failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+#[test]
+fn the_default_build_leaves_the_nats_engine_out_and_the_feature_brings_it() {
+    let lean = cli_tree(&[]);
+    for engine_only in [
+        "async-nats",
+        "ring",
+        "rustls",
+        "wavecrew-fleet",
+        "wavecrew-engine-nats",
+    ] {
+        assert!(
+            !lean.iter().any(|n| n == engine_only),
+            "{engine_only} is in the default build: {lean:?}"
+        );
+    }
+    let full = cli_tree(&["--features", "nats"]);
+    for engine_only in ["async-nats", "ring", "wavecrew-fleet"] {
+        assert!(
+            full.iter().any(|n| n == engine_only),
+            "{engine_only} is missing with --features nats"
+        );
+    }
+    assert!(
+        full.len() > lean.len() + 50,
+        "{} vs {}",
+        full.len(),
+        lean.len()
+    );
 }
