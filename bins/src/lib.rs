@@ -141,7 +141,7 @@ pub fn wavecrew_main() -> ExitCode {
         Command::Msg(args) => commands::msg::run(&args),
         Command::Check(cmd) => commands::check::run(cmd),
         Command::Backend(cmd) => commands::backend::run(cmd, cli.config.as_deref()),
-        Command::Run(a) => commands::run::run(a, cli.config.as_deref()),
+        Command::Run(a) => commands::run::run(&a, cli.config.as_deref()),
         Command::Init(a) => commands::init::run(&a),
         Command::New(a) => commands::tasks::new(&a),
         Command::Completions(a) => commands::shell::completions(&a),

@@ -19,14 +19,14 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use wavecrew_core::{FileTaskStore, TaskStore};
+use wavecrew_orchestrator::OpenSession;
 use wavecrew_orchestrator::report::check_text;
-use wavecrew_orchestrator::{FailurePolicy, OpenSession, RunSpec};
 use wavecrew_role_agent::AgentRole;
 use wavecrew_role_kit::run::stop;
-use wavecrew_role_kit::worker_command::failure_policy_parser;
 use wavecrew_role_kit::{OpenSpec, RoleSession, WorkerCommand, run_role};
 
 use crate::commands;
+use crate::commands::run::RunFlags;
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
 
@@ -79,26 +79,9 @@ pub struct TeamArgs {
     /// The session folder (`.workflow/.team/<session-id>`).
     #[arg(long)]
     pub session: Option<PathBuf>,
-    /// Workers at once (default: `[limits] max_parallel`; one in place).
-    #[arg(long)]
-    pub max_parallel: Option<usize>,
-    /// What a failed task does to the rest of the pipeline.
-    #[arg(long, value_parser = failure_policy_parser(), default_value = "continue")]
-    pub on_failure: FailurePolicy,
-    /// Respawns of a task whose worker crashed.
-    #[arg(long, default_value_t = 2)]
-    pub crash_retries: u32,
-    /// Run every task through this backend.
-    #[arg(long)]
-    pub backend: Option<String>,
-    /// Crossing the run budget (`[budget] run_tokens`, `run_usd`) stops the
-    /// running attempts too, not only new ones.
-    #[arg(long)]
-    pub hard_budget: bool,
-    /// Run the tasks on hosts that take tickets from this NATS server
-    /// (`wavecrew worker`), instead of here (default: `[engine] url`).
-    #[arg(long, value_name = "URL")]
-    pub engine: Option<String>,
+    /// How the run goes: parallelism, failures, budget, backend, engine.
+    #[command(flatten)]
+    pub flags: RunFlags,
 }
 
 /// `worker` arguments: the flags every role binary takes, and the role.
@@ -133,9 +116,11 @@ pub fn run_command(command: TeamCommand, config: Option<&Path>) -> CmdResult {
         TeamCommand::Check(a) => check(a.session.as_deref()),
         TeamCommand::Start(a) => spawn_and_stop(&a, config, false),
         TeamCommand::Resume(a) => spawn_and_stop(&a, config, true),
-        TeamCommand::Run(a) => {
-            commands::run::foreground(a.session.as_deref(), a.spec(config), a.engine.as_deref())
-        }
+        TeamCommand::Run(a) => commands::run::foreground(
+            a.session.as_deref(),
+            a.flags.spec(config),
+            a.flags.engine.as_deref(),
+        ),
         TeamCommand::Worker(a) => worker(&a, config),
     }
 }
@@ -148,36 +133,21 @@ fn check(session: Option<&Path>) -> CmdResult {
     Ok(Exit::Success)
 }
 
-impl TeamArgs {
-    /// The run these flags ask for.
-    fn spec(&self, config: Option<&Path>) -> RunSpec {
-        RunSpec {
-            max_parallel: self.max_parallel,
-            on_failure: self.on_failure,
-            crash_retries: self.crash_retries,
-            backend: self.backend.clone(),
-            hard_budget: self.hard_budget,
-            config_file: config.map(Path::to_owned),
-            remote: None,
-        }
-    }
-}
-
 fn spawn_and_stop(args: &TeamArgs, config: Option<&Path>, resume: bool) -> CmdResult {
     let mut opened = OpenSession::open(args.session.as_deref(), config)?;
-    if let Some(url) = commands::engine::url(args.engine.as_deref(), &opened.config) {
+    if let Some(url) = commands::engine::url(args.flags.engine.as_deref(), &opened.config) {
         // Spawn-and-stop leaves no coordinator to bring the work home.
         return Err(CliError::bad_input(anyhow::anyhow!(
             "the engine {url} (--engine or [engine] url) needs a run that stays in the foreground: `wavecrew run` (or `wavecrew-team run`), not `start` or `resume`"
         )));
     }
     commands::run::prepare(&mut opened)?;
-    if let Err(e) = opened.set_hard_budget(args.hard_budget) {
+    if let Err(e) = opened.set_hard_budget(args.flags.hard_budget) {
         output::warning(&e.to_string());
     }
     let rt = commands::run::runtime()?;
     let _guard = rt.enter();
-    let mut team = opened.team(&args.spec(config));
+    let mut team = opened.team(&args.flags.spec(config));
     let started = if resume {
         team.resume()?
     } else {

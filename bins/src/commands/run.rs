@@ -20,6 +20,29 @@ pub struct RunArgs {
     /// A task file (`wavecrew.tasks.toml`: its session is made, or resumed when this file made
     /// it before), or a session folder (`.workflow/.team/<session-id>`).
     pub session: std::path::PathBuf,
+    /// How the run goes: parallelism, failures, budget, backend, engine.
+    #[command(flatten)]
+    pub flags: RunFlags,
+    /// For a task file: the project root the session goes under.
+    #[arg(long, default_value = ".")]
+    pub root: std::path::PathBuf,
+    /// Print one JSON object at the end (counts, failed tasks, report paths); progress and
+    /// the report stay on stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// After a run whose tasks all completed, fast-forward your branch and work tree to the
+    /// session's integration branch (`wavecrew/<session-id>`) when they have not moved since
+    /// the start (in a folder without git, write its result into the folder as files when
+    /// the folder's files have not changed); otherwise refuse and name the command to run
+    /// or the changed files.
+    #[arg(long)]
+    pub apply: bool,
+}
+
+/// The flags of a foreground run, shared by `wavecrew run` and
+/// `wavecrew-team run|start|resume`.
+#[derive(Debug, clap::Args)]
+pub struct RunFlags {
     /// Workers at once (default: `[limits] max_parallel`; one with `[isolation] mode =
     /// "in-place"`, where every task shares the project folder).
     #[arg(long)]
@@ -37,20 +60,6 @@ pub struct RunArgs {
     /// Run every task through this backend.
     #[arg(long)]
     pub backend: Option<String>,
-    /// For a task file: the project root the session goes under.
-    #[arg(long, default_value = ".")]
-    pub root: std::path::PathBuf,
-    /// Print one JSON object at the end (counts, failed tasks, report paths); progress and
-    /// the report stay on stderr.
-    #[arg(long)]
-    pub json: bool,
-    /// After a run whose tasks all completed, fast-forward your branch and work tree to the
-    /// session's integration branch (`wavecrew/<session-id>`) when they have not moved since
-    /// the start (in a folder without git, write its result into the folder as files when
-    /// the folder's files have not changed); otherwise refuse and name the command to run
-    /// or the changed files.
-    #[arg(long)]
-    pub apply: bool,
     /// Spread the session over hosts: tasks go as tickets to the workers of this NATS server
     /// (`wavecrew worker --engine URL` on each host); default `[engine] url`. See
     /// docs/scale-out.md.
@@ -58,9 +67,24 @@ pub struct RunArgs {
     pub engine: Option<String>,
 }
 
+impl RunFlags {
+    /// The run these flags ask for, with `--config` handed to the workers.
+    pub fn spec(&self, config: Option<&Path>) -> RunSpec {
+        RunSpec {
+            max_parallel: self.max_parallel,
+            on_failure: self.on_failure,
+            crash_retries: self.crash_retries,
+            backend: self.backend.clone(),
+            hard_budget: self.hard_budget,
+            config_file: config.map(Path::to_owned),
+            remote: None,
+        }
+    }
+}
+
 /// `wavecrew run`: a task file becomes its session first; then the
 /// session runs as `wavecrew-team run` runs it.
-pub fn run(a: RunArgs, config: Option<&Path>) -> CmdResult {
+pub fn run(a: &RunArgs, config: Option<&Path>) -> CmdResult {
     let session = match super::tasks::session_for_run(&a.session, &a.root) {
         Ok(s) => s,
         // Scripts get their one object even when the input is refused.
@@ -70,16 +94,11 @@ pub fn run(a: RunArgs, config: Option<&Path>) -> CmdResult {
     if a.json {
         output::lines_to_stderr();
     }
-    let spec = RunSpec {
-        max_parallel: a.max_parallel,
-        on_failure: a.on_failure,
-        crash_retries: a.crash_retries,
-        backend: a.backend,
-        hard_budget: a.hard_budget,
-        config_file: config.map(Path::to_owned),
-        remote: None,
-    };
-    let result = foreground(Some(&session), spec, a.engine.as_deref());
+    let result = foreground(
+        Some(&session),
+        a.flags.spec(config),
+        a.flags.engine.as_deref(),
+    );
     // Where the work of an isolated run is; `--apply` takes it.
     let result = match result {
         Ok(Exit::Success) => super::integration::after_run(&session, a.apply),
