@@ -192,3 +192,67 @@ fn seed_000s_own_task_folder_with_dependencies_in_the_plan() {
     .unwrap();
     assert_eq!(bus.matches("\"task_complete\"").count(), 2, "{bus}");
 }
+
+/// A syntax check that runs out of time (a cold build in a fresh worktree,
+/// a loaded machine) says nothing of the code: the task is not failed as
+/// "syntax check failed", nor sent back to the agent; the check is
+/// reported as inconclusive, with its command and its limit.
+#[test]
+fn a_syntax_check_that_runs_out_of_time_is_inconclusive_not_the_agents_failure() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = SessionBuilder::new("TC-exec-slowcheck-2026-11-23")
+        .task("IMPL-001", &[])
+        .build();
+    std::fs::write(
+        s.root().join("Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(s.root().join("src")).unwrap();
+    std::fs::write(s.root().join("src/lib.rs"), "pub fn one() -> u32 { 1 }\n").unwrap();
+    // A `cargo` as slow as a cold build of a large workspace.
+    let tools = tempfile::tempdir().unwrap();
+    let cargo = tools.path().join("cargo");
+    std::fs::write(&cargo, "#!/bin/sh\nsleep 60\n").unwrap();
+    std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let script = json!({"scenarios": [{"steps": [
+        {"write": {"path": "src/lib.rs", "content": "pub fn one() -> u32 { 1 }\npub fn two() -> u32 { 2 }\n"}},
+        {"say": "added two"}]}]});
+    std::fs::write(s.root().join("script.json"), script.to_string()).unwrap();
+    std::fs::write(
+        s.root().join("wavecrew.toml"),
+        format!(
+            "[limits]\nsyntax_check_secs = 1\n[aliases]\nagent = \"demo\"\ncodex = \"demo\"\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\nscript = \"script.json\"\n{}",
+            bin_path("wavecrew-scripted-agent").display().to_string(),
+            crate::IN_PLACE
+        ),
+    )
+    .unwrap();
+    let path = format!(
+        "{}:{}",
+        tools.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let o: wavecrew_testkit::CliOutput = std::process::Command::new(bin_path("wavecrew-executor"))
+        .args(["--session", s.dir.to_str().unwrap()])
+        .current_dir(s.root())
+        .env("PATH", path)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+        .into();
+    assert_eq!(o.code, 0, "{}", o.render());
+    let t = s.store().get(&TaskId::new("IMPL-001").unwrap()).unwrap();
+    assert_eq!(t.status, TaskStatus::Completed);
+    let r = t.result.unwrap();
+    assert_eq!(r["validation_results"]["syntax"], "inconclusive", "{r:#}");
+    assert_eq!(r["evidence"]["syntax"]["status"], "timed_out", "{r:#}");
+    let problem = r["environment_problems"][0].as_str().unwrap();
+    assert!(problem.contains("ran out of its 1 s limit"), "{problem}");
+    assert!(problem.contains("cargo check"), "{problem}");
+    assert_eq!(
+        r["evidence"]["attempts"].as_array().unwrap().len(),
+        1,
+        "not sent back to the agent: {r:#}"
+    );
+}

@@ -281,7 +281,15 @@ pub struct LimitsConfig {
     /// untrusted material, then their plan excerpt, cut (a backend's own
     /// `prompt_max_chars` overrides it).
     pub prompt_max_chars: usize,
+    /// The time limit of each syntax check (`cargo check`, `tsc`, …), in
+    /// seconds. A check that runs out of it is inconclusive (an
+    /// environment problem: a cold build, a loaded machine), never a
+    /// failure of the agent.
+    pub syntax_check_secs: u64,
 }
+
+/// The default limit of a syntax check: 30 s, as in the seeds.
+pub const DEFAULT_SYNTAX_CHECK_SECS: u64 = 30;
 
 /// The default prompt budget: 400,000 characters (about 100,000 tokens),
 /// within every supported model's context with room for its work.
@@ -300,6 +308,7 @@ impl Default for LimitsConfig {
             isolate_home: false,
             roles: BTreeMap::new(),
             prompt_max_chars: DEFAULT_PROMPT_MAX_CHARS,
+            syntax_check_secs: DEFAULT_SYNTAX_CHECK_SECS,
         }
     }
 }
@@ -653,6 +662,12 @@ impl Config {
         }
         // A budget too small for any task would cut everything and help
         // no one: at least 1,000 characters.
+        if self.limits.syntax_check_secs == 0 {
+            return Err(invalid(
+                "limits.syntax_check_secs".into(),
+                "expected at least 1".into(),
+            ));
+        }
         if self.limits.prompt_max_chars < 1000 {
             return Err(invalid(
                 "limits.prompt_max_chars".into(),

@@ -67,6 +67,30 @@ pub struct SyntaxReport {
     pub checks: Vec<SyntaxCheck>,
 }
 
+impl SyntaxReport {
+    /// The checks that ran out of time, each as a sentence for a person:
+    /// the command, its limit, and that this says nothing of the code (an
+    /// environment problem: a cold build, a loaded machine).
+    pub fn inconclusive(&self, limit: Duration) -> Vec<String> {
+        self.checks
+            .iter()
+            .filter(|c| c.status == CheckStatus::TimedOut)
+            .map(|c| {
+                format!(
+                    "the {} syntax check `{}` ran out of its {} s limit after {} ms: \
+                     inconclusive, an environment problem (a cold build, a loaded machine), \
+                     not a finding about the code; raise `[limits] syntax_check_secs` or warm \
+                     the build",
+                    c.kind.as_str(),
+                    c.command,
+                    limit.as_secs(),
+                    c.duration_ms
+                )
+            })
+            .collect()
+    }
+}
+
 /// Find a tool: `node_modules/.bin` of the project first for node tools,
 /// then the `PATH` of `env` (or of this process).
 pub(crate) fn find_tool(

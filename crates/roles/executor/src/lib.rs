@@ -33,7 +33,7 @@ use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, NewMessage, Plan, Task, TaskStatus};
 use wavecrew_role_kit::{Attempt, ReportBuilder, Review, RoleContext, backend_used, derived_id};
 use wavecrew_validation::{
-    AcceptanceOptions, CheckStatus, SyntaxOptions, affected_tests, check_acceptance, check_syntax,
+    AcceptanceOptions, CheckStatus, affected_tests, check_acceptance, check_syntax,
 };
 
 /// The seed's critical keywords: code review is on when one appears.
@@ -332,14 +332,7 @@ impl Role for Executor {
                 ));
             }
             let attempts = work.run.as_ref().map_or(0, |r| r.attempts.len());
-            let syntax = check_syntax(
-                &work.cwd,
-                &SyntaxOptions {
-                    changed_files: run.files_changed(),
-                    ..SyntaxOptions::default()
-                },
-            )
-            .await;
+            let syntax = check_syntax(&work.cwd, &ctx.syntax_options(run.files_changed())).await;
             if syntax.status != CheckStatus::Fail
                 || rounds >= ctx.config.routing.max_retries
                 || attempts >= usize::try_from(max_attempts).unwrap_or(usize::MAX)
@@ -457,14 +450,10 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
             Ok(None) => run.map(TaskRun::files_changed).unwrap_or_default(),
             Err(e) => return Ok(self.failure_report(task, &e)),
         };
-        let syntax = check_syntax(
-            &work.cwd,
-            &SyntaxOptions {
-                changed_files: files.clone(),
-                ..SyntaxOptions::default()
-            },
-        )
-        .await;
+        let syntax = check_syntax(&work.cwd, &self.ctx.syntax_options(files.clone())).await;
+        // A check that ran out of time says nothing of the code: it is an
+        // environment problem, reported, and never the agent's failure.
+        let inconclusive = syntax.inconclusive(self.ctx.syntax_limit());
         let final_text = run
             .and_then(TaskRun::last)
             .and_then(|o| o.final_message.clone())
@@ -509,6 +498,7 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         let syntax_word = match syntax.status {
             CheckStatus::Pass => "pass",
             CheckStatus::Skipped => "skipped",
+            CheckStatus::TimedOut => "inconclusive",
             _ => "fail",
         };
         let acceptance_word = match acceptance.status {
@@ -615,6 +605,11 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
             report
         } else {
             report.field("conflicts", conflicts)
+        };
+        let report = if inconclusive.is_empty() {
+            report
+        } else {
+            report.field("environment_problems", &inconclusive)
         };
         Ok(report
             .field("execution_backend", &used_backend)

@@ -622,6 +622,21 @@ fn shell_quote(argv: &[String]) -> String {
 }
 
 impl RoleContext {
+    /// The syntax checks' options for `changed_files`, with the limit of
+    /// `[limits] syntax_check_secs`.
+    pub fn syntax_options(&self, changed_files: Vec<String>) -> wavecrew_validation::SyntaxOptions {
+        wavecrew_validation::SyntaxOptions {
+            timeout: self.syntax_limit(),
+            changed_files,
+            ..wavecrew_validation::SyntaxOptions::default()
+        }
+    }
+
+    /// `[limits] syntax_check_secs`.
+    pub fn syntax_limit(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.config.limits.syntax_check_secs)
+    }
+
     /// `[integration] verify` of the session's configuration, when set.
     pub fn verify(&self) -> Option<Verify> {
         let integration = &self.config.integration;

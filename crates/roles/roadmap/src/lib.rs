@@ -49,7 +49,7 @@ use wavecrew_role_kit::{Attempt, Landed, ReportBuilder, RoleContext, Workspace, 
 use wavecrew_scheduler::{
     BuildOptions, CyclePolicy, Dag, DispatchOptions, Dispatcher, RunOutcome, TaskNode, TaskRunner,
 };
-use wavecrew_validation::{CheckStatus, SyntaxOptions, check_syntax};
+use wavecrew_validation::{CheckStatus, check_syntax};
 
 static FIELD: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?im)^\s*(?:-\s*)?(folder|session|phase)\s*:\s*(.+?)\s*$").expect("valid regex")
@@ -712,14 +712,7 @@ impl Role for RoadmapRole {
         }
         affected.sort();
         affected.dedup();
-        let syntax = check_syntax(
-            &root,
-            &SyntaxOptions {
-                changed_files: affected.clone(),
-                ..SyntaxOptions::default()
-            },
-        )
-        .await;
+        let syntax = check_syntax(&root, &self.ctx.syntax_options(affected.clone())).await;
         view.finish(true);
         let failed = !missing.is_empty() || syntax.status == CheckStatus::Fail;
         let summary = format!(
