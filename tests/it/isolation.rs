@@ -593,3 +593,43 @@ fn role_file_roles_land_their_work_and_read_only_roles_land_nothing() {
     assert_eq!(git(root, &["rev-parse", "HEAD"]), head);
     assert!(!root.join("draft.md").exists());
 }
+
+/// A repository without a commit yet (`git init`, files added, nothing
+/// committed): an isolated run is refused once, before any task starts,
+/// with what to do; no task is failed or started.
+#[test]
+fn a_repository_without_a_commit_is_refused_once_before_any_task() {
+    let spec: Vec<(&str, &[&str], &str)> = ["IMPL-001", "IMPL-002", "IMPL-003"]
+        .iter()
+        .map(|t| (*t, &[][..], "developer"))
+        .collect();
+    let p = project(&spec, &serde_json::json!([]), "");
+    let root = p.root();
+    std::fs::write(root.join("shared.txt"), "one\n").unwrap();
+    std::fs::write(
+        root.join("wavecrew.toml"),
+        "[isolation]\nmode = \"worktree\"\n",
+    )
+    .unwrap();
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["add", "shared.txt"]);
+    let o = run_bin("wavecrew", &["run", p.session().to_str().unwrap()], root);
+    assert_eq!(o.code, 2, "{}", o.render());
+    assert_eq!(
+        o.stderr.matches("has no commit yet").count(),
+        1,
+        "{}",
+        o.render()
+    );
+    assert!(
+        o.stderr.contains("git add -A && git commit"),
+        "{}",
+        o.render()
+    );
+    assert!(o.stderr.contains("mode = \"in-place\""), "{}", o.render());
+    let store = wavecrew_core::FileTaskStore::for_session(&p.session());
+    for t in store.list().unwrap() {
+        assert_eq!(t.status, wavecrew_core::TaskStatus::Pending, "{}", t.id);
+    }
+    assert!(!p.session().join("attempts").exists());
+}

@@ -118,6 +118,7 @@ pub fn prepare(opened: &mut OpenSession) -> Result<(), CliError> {
         output::warning(&format!("{}: reset from interrupted state", id.as_str()));
     }
     opened.check_graph()?;
+    opened.check_workspace()?;
     super::integration::prune_at_start(&opened.valid.dir);
     Ok(())
 }

@@ -142,6 +142,12 @@ impl Repo {
         &self.index
     }
 
+    /// The commit `HEAD` names; `None` in a repository without a commit
+    /// yet (`git init`, files added, nothing committed).
+    pub fn head_commit(&self) -> Result<Option<String>> {
+        self.resolve("HEAD")
+    }
+
     /// The commit id `rev` names (peeled to a commit), or None.
     pub(crate) fn resolve(&self, rev: &str) -> Result<Option<String>> {
         let spec = format!("{rev}^{{commit}}");

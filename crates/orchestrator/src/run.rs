@@ -156,6 +156,31 @@ impl OpenSession {
             .map_err(|e| RunError::BadInput(format!("{}: {e}", self.valid.dir.display())))
     }
 
+    /// Whether the project can hold the run's workspaces, checked once
+    /// before any task starts: an isolated run in a git repository without
+    /// a commit cannot branch from anything, so it is refused here with
+    /// what to do, instead of failing every task one by one.
+    pub fn check_workspace(&self) -> Result<(), RunError> {
+        if self.config.isolation.mode != IsolationMode::Worktree {
+            return Ok(());
+        }
+        // No git work tree: a shadow repository is made from the files. A
+        // repository that cannot be read is each task's error to tell.
+        let Ok(Some(repo)) = wavecrew_isolation::Repo::open(&self.root) else {
+            return Ok(());
+        };
+        match repo.head_commit() {
+            Ok(None) => Err(RunError::BadInput(format!(
+                "the git repository at {} has no commit yet, and isolated tasks start from one \
+                 (each works in a worktree of a branch made from HEAD); commit your files first \
+                 (`git add -A && git commit -m \"start\"`), or run in the folder itself with \
+                 `[isolation] mode = \"in-place\"` in wavecrew.toml",
+                repo.work_tree().display()
+            ))),
+            Ok(Some(_)) | Err(_) => Ok(()),
+        }
+    }
+
     /// Record whether crossing the run budget stops running attempts too
     /// (the workers read it from the session's governor state).
     pub fn set_hard_budget(&self, hard: bool) -> Result<(), RunError> {
