@@ -633,3 +633,125 @@ fn a_repository_without_a_commit_is_refused_once_before_any_task() {
     }
     assert!(!p.session().join("attempts").exists());
 }
+
+/// The agent of the setup tests: it needs what setup made (`build/ready`,
+/// git-ignored) in its worktree, and writes its task's file.
+const NEEDS_SETUP_AGENT: &str = "import pathlib, sys\n\
+task = sys.argv[1]\n\
+ready = pathlib.Path('build/ready')\n\
+if not ready.exists():\n\
+\x20   print('no build/ready: setup did not run here')\n\
+\x20   sys.exit(1)\n\
+pathlib.Path(task + '.txt').write_text(ready.read_text())\n\
+print(task + ' done')\n";
+
+/// `[isolation] setup` runs once in each new worktree before its agent,
+/// its output in the attempt folder; what it makes (ignored by git) is
+/// there for the agent and never lands.
+#[test]
+fn setup_commands_prepare_each_new_worktree_before_its_agent() {
+    let p = text_project_with(
+        &["IMPL-001", "IMPL-002"],
+        NEEDS_SETUP_AGENT,
+        "setup = [[\"python3\", \"-c\", \"import os; os.makedirs('build', exist_ok=True); open('build/ready', 'w').write('made by setup')\"], \"python3 -c 'print(42)'\"]\n",
+    );
+    let root = p.root();
+    std::fs::write(root.join(".gitignore"), ".workflow/\nbuild/\n").unwrap();
+    git(root, &["commit", "-qam", "ignore build/"]);
+    let o = run_bin("wavecrew", &["run", p.session().to_str().unwrap()], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    for id in ["IMPL-001", "IMPL-002"] {
+        let r = result(&p, id);
+        assert_eq!(
+            r["files_modified"],
+            serde_json::json!([format!("{id}.txt")]),
+            "{r:#}"
+        );
+        let log = std::fs::read_to_string(p.session().join(format!("attempts/{id}/setup-1.log")))
+            .unwrap();
+        assert!(log.contains("$ python3 -c"), "{log}");
+        assert!(log.contains("42"), "{log}");
+    }
+    let tip = git(root, &["rev-parse", "wavecrew/TC-team-test-2026-11-23"]);
+    let tip = tip.trim();
+    let landed = git(root, &["show", &format!("{tip}:IMPL-001.txt")]);
+    assert_eq!(landed.trim(), "made by setup");
+    assert!(
+        !git(root, &["ls-tree", "-r", "--name-only", tip]).contains("build/"),
+        "setup output landed"
+    );
+}
+
+/// A setup command that fails is the attempt's environment error: the task
+/// fails as `setup_failed`, naming the command and its output, and its
+/// agent never runs.
+#[test]
+fn a_failing_setup_is_an_environment_error_and_the_agent_never_runs() {
+    let p = text_project_with(
+        &["IMPL-001"],
+        NEEDS_SETUP_AGENT,
+        "setup = [[\"sh\", \"-c\", \"echo registry unreachable; exit 4\"]]\n",
+    );
+    let o = run_bin(
+        "wavecrew",
+        &["run", p.session().to_str().unwrap()],
+        p.root(),
+    );
+    assert_eq!(o.code, 1, "{}", o.render());
+    let t = p.store().get(&TaskId::new("IMPL-001").unwrap()).unwrap();
+    let error = t.error().unwrap_or_default().to_owned();
+    assert!(
+        error.starts_with("setup_failed: `sh -c 'echo registry unreachable; exit 4'` exited 4"),
+        "{error}"
+    );
+    assert!(error.contains("registry unreachable"), "{error}");
+    assert!(
+        !p.session().join("attempts/IMPL-001/1").exists(),
+        "the agent ran"
+    );
+}
+
+/// The agent of the `.worktreeinclude` test: it reports which of the
+/// project's untracked files its worktree has.
+const SEES_INCLUDES_AGENT: &str = "import pathlib, sys\n\
+task = sys.argv[1]\n\
+seen = [n for n in ['.env', 'local/config.toml', 'secret-link'] if pathlib.Path(n).exists()]\n\
+pathlib.Path(task + '.txt').write_text(' '.join(seen) + '\\n')\n\
+print(task + ' done')\n";
+
+/// The ignored files the user lists in `.worktreeinclude` are copied into
+/// each new worktree (a link among them is not); nothing copied lands.
+#[test]
+fn worktreeinclude_files_that_git_ignores_are_copied_into_each_worktree() {
+    let p = text_project(&["IMPL-001"], SEES_INCLUDES_AGENT);
+    let root = p.root();
+    std::fs::write(
+        root.join(".gitignore"),
+        ".workflow/\n.env\nlocal/\nsecret-link\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join(".worktreeinclude"),
+        ".env\nlocal/\nsecret-link\n",
+    )
+    .unwrap();
+    git(root, &["add", ".gitignore", ".worktreeinclude"]);
+    git(root, &["commit", "-qm", "includes"]);
+    std::fs::write(root.join(".env"), "TOKEN=x\n").unwrap();
+    std::fs::create_dir_all(root.join("local")).unwrap();
+    std::fs::write(root.join("local/config.toml"), "a = 1\n").unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", root.join("secret-link")).unwrap();
+    let o = run_bin("wavecrew", &["run", p.session().to_str().unwrap()], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    let tip = git(root, &["rev-parse", "wavecrew/TC-team-test-2026-11-23"]);
+    let tip = tip.trim();
+    let seen = git(root, &["show", &format!("{tip}:IMPL-001.txt")]);
+    assert_eq!(seen.trim(), ".env local/config.toml");
+    let files = git(root, &["ls-tree", "-r", "--name-only", tip]);
+    for never in [".env", "local/config.toml", "secret-link"] {
+        assert!(
+            !files.lines().any(|f| f == never),
+            "{never} landed: {files}"
+        );
+    }
+}

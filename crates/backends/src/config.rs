@@ -366,7 +366,7 @@ pub enum IsolationMode {
 }
 
 /// `[isolation]`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IsolationConfig {
     /// `worktree` (default) or `in-place`.
@@ -374,6 +374,25 @@ pub struct IsolationConfig {
     /// Git-ignored files a build needs (`.env`), copied from the project
     /// into each worktree when present.
     pub copy: Vec<String>,
+    /// Commands run once in each new worktree before its agent starts
+    /// (`[["npm", "ci"]]`), in order, as argv (a string is split into
+    /// words, never given to a shell). Their output goes to the task's
+    /// attempt folder; one that fails is the attempt's environment error
+    /// (`setup_failed`), not the agent's.
+    pub setup: Vec<CommandLine>,
+    /// How long each setup command may run, in seconds.
+    pub setup_timeout_secs: u64,
+}
+
+impl Default for IsolationConfig {
+    fn default() -> Self {
+        IsolationConfig {
+            mode: IsolationMode::default(),
+            copy: Vec::new(),
+            setup: Vec::new(),
+            setup_timeout_secs: 900,
+        }
+    }
 }
 
 /// `[integration]`: checks on the merged result, in isolated sessions.
@@ -653,6 +672,17 @@ impl Config {
             verify
                 .argv()
                 .map_err(|message| invalid("integration.verify".into(), message))?;
+        }
+        for (i, command) in self.isolation.setup.iter().enumerate() {
+            command
+                .argv()
+                .map_err(|message| invalid(format!("isolation.setup[{i}]"), message))?;
+        }
+        if self.isolation.setup_timeout_secs == 0 {
+            return Err(invalid(
+                "isolation.setup_timeout_secs".into(),
+                "expected at least 1".into(),
+            ));
         }
         if self.integration.verify_timeout_secs == 0 {
             return Err(invalid(

@@ -294,7 +294,7 @@ impl Integration {
                 self.add_worktree(&path, &[&branch])?;
             }
         }
-        for rel in &copy {
+        for rel in copy.iter().chain(&self.worktree_includes()?) {
             self.copy_in(&path, rel)?;
         }
         self.link_session(&path)?;
@@ -419,17 +419,51 @@ impl Integration {
 
     /// Copy `rel` from the user's tree into the worktree at `wt` (see
     /// [`Integration::open_worktree`] for when it is skipped).
+    /// The files the user lists in the project's `.worktreeinclude`
+    /// (gitignore syntax; the convention Claude Code, Codex and Conductor
+    /// share): the untracked files and folders its patterns match, for
+    /// [`Self::copy_in`], which copies only what git really ignores. None
+    /// without the file, or for a shadow repository.
+    pub(crate) fn worktree_includes(&self) -> Result<Vec<String>> {
+        let list = self.repo.work_tree().join(".worktreeinclude");
+        if self.repo.is_shadow() || !list.is_file() {
+            return Ok(Vec::new());
+        }
+        let mut exclude_from = std::ffi::OsString::from("--exclude-from=");
+        exclude_from.push(&list);
+        let out = git(self.repo.work_tree())
+            .args(["ls-files", "-z", "--others", "--ignored", "--directory"])
+            .arg(exclude_from)
+            .run()?;
+        Ok(git::split_nul(&out)
+            .into_iter()
+            .map(|rel| rel.trim_end_matches('/').to_owned())
+            .filter(|rel| check_rel_path("copy", rel).is_ok())
+            .collect())
+    }
+
     pub(crate) fn copy_in(&self, wt: &Path, rel: &str) -> Result<()> {
         let src = self.repo.work_tree().join(rel);
-        let Ok(meta) = fs::metadata(&src) else {
+        // Never through a link: a link in the project may point anywhere.
+        let Ok(meta) = fs::symlink_metadata(&src) else {
             return Ok(());
         };
+        if meta.file_type().is_symlink() {
+            return Ok(());
+        }
         let dst = wt.join(rel);
         if fs::symlink_metadata(&dst).is_ok() {
             return Ok(());
         }
+        // A folder is asked about as one (`local/` patterns match folders
+        // only, and the worktree does not have it yet).
+        let asked = if meta.is_dir() {
+            format!("{rel}/")
+        } else {
+            rel.to_owned()
+        };
         let ignored = git(wt)
-            .args(["check-ignore", "--quiet", "--no-index", "--", rel])
+            .args(["check-ignore", "--quiet", "--no-index", "--", &asked])
             .test()?;
         if !ignored {
             return Ok(());
@@ -593,6 +627,11 @@ fn copy_dir(src: &Path, dst: &Path) -> Result<()> {
         } else if kind.is_symlink() {
             let target =
                 fs::read_link(&from).map_err(|e| IsolationError::io("reading", &from, e))?;
+            // A link to an absolute path could let a task write outside its
+            // worktree (into the user's checkout): left out.
+            if target.is_absolute() {
+                continue;
+            }
             std::os::unix::fs::symlink(&target, &to)
                 .map_err(|e| IsolationError::io("creating", &to, e))?;
         } else {

@@ -109,6 +109,66 @@ pub fn spawn_logged(
         .map_err(named(format!("cannot start {}", program.display())))
 }
 
+/// How [`run_to_log`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoggedEnd {
+    /// It exited with this code (`None`: killed by a signal).
+    Exited(Option<i32>),
+    /// It ran out of its time limit; its group was killed.
+    TimedOut,
+}
+
+/// Run `program args…` in `cwd` to its end (or `limit`, when its whole
+/// group is killed), stdin `/dev/null`, stdout and stderr appended to
+/// `log`: for a step whose output is kept as a file (a worktree's setup
+/// commands). Blocking.
+pub fn run_to_log(
+    program: &std::path::Path,
+    args: &[String],
+    cwd: &std::path::Path,
+    log: &std::path::Path,
+    limit: Duration,
+) -> std::io::Result<LoggedEnd> {
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)?;
+    let err = out.try_clone()?;
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(err);
+    new_group_std(&mut cmd);
+    let mut child = cmd.spawn()?;
+    let pgid = Pgid::of_leader(Some(child.id()));
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait()? {
+            // Whatever it left running in its group goes with it.
+            if let Some(g) = pgid {
+                g.signal(Signal::SIGKILL);
+            }
+            return Ok(LoggedEnd::Exited(status.code()));
+        }
+        if std::time::Instant::now() >= deadline {
+            match pgid {
+                Some(g) => {
+                    g.signal(Signal::SIGKILL);
+                }
+                None => child.kill()?,
+            }
+            child.wait()?;
+            return Ok(LoggedEnd::TimedOut);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// SIGTERM the group, wait up to `grace` for it to empty, then SIGKILL.
 pub async fn terminate_group(pgid: Pgid, grace: Duration) {
     if !pgid.signal(Signal::SIGTERM) {
@@ -284,6 +344,33 @@ mod tests {
         terminate(&mut child, Some(pgid), Duration::from_millis(200)).await;
         let _ = child.wait().await.unwrap();
         assert!(!pgid.alive(), "the background sleep outlived its group");
+    }
+
+    #[test]
+    fn a_logged_run_ends_or_runs_out_of_time_with_its_group() {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("logs/setup.log");
+        let sh = std::path::Path::new("sh");
+        let end = run_to_log(
+            sh,
+            &["-c".into(), "echo out; echo err >&2; exit 3".into()],
+            tmp.path(),
+            &log,
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert_eq!(end, LoggedEnd::Exited(Some(3)));
+        let text = std::fs::read_to_string(&log).unwrap();
+        assert!(text.contains("out") && text.contains("err"), "{text}");
+        let end = run_to_log(
+            sh,
+            &["-c".into(), "sleep 60 & sleep 60".into()],
+            tmp.path(),
+            &log,
+            Duration::from_millis(200),
+        )
+        .unwrap();
+        assert_eq!(end, LoggedEnd::TimedOut);
     }
 
     #[test]

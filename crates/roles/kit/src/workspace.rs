@@ -281,10 +281,76 @@ impl RoleContext {
         let worktree = integration
             .open_worktree(task.id.as_str(), claim.max(1), &self.config.isolation.copy)
             .map_err(|e| phase("the task's worktree", e))?;
+        self.set_up(&integration, task, claim.max(1), &worktree.path)?;
         Ok(Workspace::Isolated {
             integration: Box::new(integration),
             worktree,
         })
+    }
+
+    /// `[isolation] setup`: each command once in a new worktree, before its
+    /// agent, output in `attempts/<task>/setup-<claim>.log`. A worktree
+    /// set up before (a resumed attempt) is not set up again. A command that
+    /// fails is the attempt's environment error (`setup_failed`), named
+    /// with its command and the end of its output.
+    fn set_up(
+        &self,
+        integration: &Integration,
+        task: &Task,
+        claim: u32,
+        dir: &Path,
+    ) -> Result<(), PhaseError> {
+        let setup = &self.config.isolation.setup;
+        if setup.is_empty() {
+            return Ok(());
+        }
+        let done = integration
+            .state_dir()
+            .join("worktrees")
+            .join(task.id.as_str())
+            .join(format!("{claim}.setup-done"));
+        if done.exists() {
+            return Ok(());
+        }
+        let log = wavecrew_core::SessionLayout::new(&self.session_dir)
+            .attempts(task.id.as_str())
+            .join(format!("setup-{claim}.log"));
+        let limit = std::time::Duration::from_secs(self.config.isolation.setup_timeout_secs);
+        for command in setup {
+            let argv = command
+                .argv()
+                .map_err(|e| PhaseError(format!("setup_failed: [isolation] setup: {e}")))?;
+            let line = shell_words::join(&argv);
+            let _ = append(&log, &format!("$ {line}\n"));
+            let end = wavecrew_sys::process::run_to_log(
+                Path::new(&argv[0]),
+                &argv[1..],
+                dir,
+                &log,
+                limit,
+            );
+            let how = match end {
+                Ok(wavecrew_sys::process::LoggedEnd::Exited(Some(0))) => continue,
+                Ok(wavecrew_sys::process::LoggedEnd::Exited(Some(code))) => {
+                    format!("exited {code}")
+                }
+                Ok(wavecrew_sys::process::LoggedEnd::Exited(None)) => "was killed".to_owned(),
+                Ok(wavecrew_sys::process::LoggedEnd::TimedOut) => {
+                    format!("ran out of its {} s limit", limit.as_secs())
+                }
+                Err(e) => format!("could not start: {e}"),
+            };
+            return Err(PhaseError(format!(
+                "setup_failed: `{line}` {how} in the task's worktree {} (an environment \
+                 problem, not the agent's: the agent did not run); its output, in {}, ends:\n{}",
+                dir.display(),
+                log.display(),
+                log_tail(&log)
+            )));
+        }
+        wavecrew_core::fsutil::write_atomic(&done, b"")
+            .map_err(|e| PhaseError(format!("setup: {e}")))?;
+        Ok(())
     }
 
     /// Where a read-only task (analysis, review) looks: a detached worktree
@@ -647,4 +713,24 @@ impl RoleContext {
             copy: self.config.isolation.copy.clone(),
         })
     }
+}
+
+/// Append `text` to the file `path` (made with its folder).
+fn append(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?
+        .write_all(text.as_bytes())
+}
+
+/// The last lines of a log, for a message (at most 2 KB).
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read(path).unwrap_or_default();
+    let start = text.len().saturating_sub(2048);
+    String::from_utf8_lossy(&text[start..]).trim().to_owned()
 }
