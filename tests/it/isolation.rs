@@ -730,11 +730,7 @@ fn worktreeinclude_files_that_git_ignores_are_copied_into_each_worktree() {
         ".workflow/\n.env\nlocal/\nsecret-link\n",
     )
     .unwrap();
-    std::fs::write(
-        root.join(".worktreeinclude"),
-        ".env\nlocal/\nsecret-link\n",
-    )
-    .unwrap();
+    std::fs::write(root.join(".worktreeinclude"), ".env\nlocal/\nsecret-link\n").unwrap();
     git(root, &["add", ".gitignore", ".worktreeinclude"]);
     git(root, &["commit", "-qm", "includes"]);
     std::fs::write(root.join(".env"), "TOKEN=x\n").unwrap();
