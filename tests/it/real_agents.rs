@@ -63,8 +63,9 @@ impl World {
 
     /// `wavecrew.toml`: every name a role may ask for (`agent`, `codex`,
     /// `gemini`) is the CLI under test, pointed at the mock; one attempt
-    /// at a time (the CLIs share the private home), no retries; in place
-    /// (what the CLI does with the prompt is the subject here).
+    /// at a time (the CLIs share the private home), no retries; isolated,
+    /// the default, as users run it (each task in a worktree of its own,
+    /// the work landed and applied with `--apply`).
     fn config(&self) -> String {
         let home = self.home();
         let base = self.mock.base_url();
@@ -115,9 +116,8 @@ impl World {
             "[aliases]\nagent = \"cli\"\ncodex = \"cli\"\ngemini = \"cli\"\n\n\
              [limits]\nmax_parallel = 1\ntimeout_secs = 240\nstall_timeout_secs = 120\n\n\
              [routing]\nmax_retries = 0\nfallback = []\nbackoff_ms = 1\n\n\
-             [backends.cli]\nkind = \"{kind}\"\nprogram = {:?}\nmodel = \"{model}\"\nenv = {{ {env} }}\n{}",
+             [backends.cli]\nkind = \"{kind}\"\nprogram = {:?}\nmodel = \"{model}\"\nenv = {{ {env} }}\n",
             cli_bin(self.cli).display().to_string(),
-            crate::IN_PLACE
         )
     }
 
@@ -136,10 +136,14 @@ impl World {
         git(&["commit", "-qm", "init"]);
     }
 
-    /// `wavecrew run <session>`.
+    /// `wavecrew run <session> --apply`: the landed work in the folder.
     fn run(&self, session: &str) -> CliOutput {
         let dir = self.session(session);
-        run_bin("wavecrew", &["run", dir.to_str().unwrap()], &self.root())
+        run_bin(
+            "wavecrew",
+            &["run", dir.to_str().unwrap(), "--apply"],
+            &self.root(),
+        )
     }
 
     /// What the file holds when the mock created it with `text`: codex's
