@@ -415,7 +415,8 @@ fn killed_at_random_instants_every_task_lands_exactly_once() {
     }
     // A killed run's leftover under wavecrew's worktree folder, and a
     // folder of the user's beside it.
-    let ours = root.join(format!(".git/wavecrew/worktrees/{SESSION}/IMPL-999/1"));
+    let repo = wavecrew_isolation::Repo::open(root).unwrap().unwrap();
+    let ours = wavecrew_isolation::worktrees_dir(&repo, SESSION).join("IMPL-999/1");
     std::fs::create_dir_all(&ours).unwrap();
     std::fs::write(ours.join("half-made"), "x").unwrap();
     let theirs = root.join(".git/wavecrew-user-notes");
@@ -750,4 +751,73 @@ fn worktreeinclude_files_that_git_ignores_are_copied_into_each_worktree() {
             "{never} landed: {files}"
         );
     }
+}
+
+/// The tools scripts/test.sh installs (jest, vitest, pytest) are here.
+fn test_tools_cache() -> std::path::PathBuf {
+    std::env::var_os("WAVECREW_CACHE").map_or_else(
+        || std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/wavecrew"),
+        std::path::PathBuf::from,
+    )
+}
+
+/// Jest ignores every file under a `.git` folder: a task's worktree must
+/// not be there, or its acceptance `jest` finds no tests and the task
+/// fails for the environment's sake. The worktrees live beside the
+/// project, so jest runs the task's tests in its worktree and the task
+/// completes.
+#[test]
+fn jest_finds_the_tests_of_a_task_in_its_worktree() {
+    let jest = test_tools_cache().join("node/node_modules/.bin/jest");
+    assert!(
+        jest.exists(),
+        "jest is not installed at {}: run scripts/test.sh (never skipped)",
+        jest.display()
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().canonicalize().unwrap().join("app");
+    std::fs::create_dir(&root).unwrap();
+    let write = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
+    write(
+        "package.json",
+        "{\"name\": \"app\", \"version\": \"1.0.0\"}\n",
+    );
+    write(
+        "sum.test.js",
+        "const sum = require('./sum');\ntest('adds', () => { expect(sum(1, 2)).toBe(3); });\n",
+    );
+    write(".gitignore", ".workflow/\n");
+    write(
+        "agent.py",
+        "import pathlib\npathlib.Path('sum.js').write_text('module.exports = (a, b) => a + b;\\n')\nprint('wrote sum.js')\n",
+    );
+    write(
+        "wavecrew.toml",
+        &format!(
+            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
+             argv = [\"python3\", {:?}]\nprompt = \"stdin\"\nstream = \"none\"\n\n\
+             [routing]\nmax_retries = 0\nfallback = []\n",
+            root.join("agent.py").display().to_string()
+        ),
+    );
+    write(
+        "wavecrew.tasks.toml",
+        &format!(
+            "goal = \"Add numbers\"\nsession = \"TC-jest\"\n\n[[tasks]]\nid = \"IMPL-001\"\n\
+             title = \"Write sum.js\"\nfiles = [\"sum.js\"]\nacceptance = [\n  \
+             {{ criterion = \"jest passes\", verify = [{:?}, \"--ci\", \"--watchman=false\"] }},\n]\n",
+            jest.display().to_string()
+        ),
+    );
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "start"]);
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    let store = wavecrew_core::FileTaskStore::for_session(&root.join(".workflow/.team/TC-jest"));
+    let t = store.get(&TaskId::new("IMPL-001").unwrap()).unwrap();
+    let r = t.result.unwrap();
+    assert_eq!(r["validation_results"]["acceptance"], "pass", "{r:#}");
+    // Nothing is left beside the project once the work has landed.
+    assert!(!tmp.path().join("app.wavecrew").exists());
 }

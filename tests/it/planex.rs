@@ -323,8 +323,8 @@ fn isolated_each_issue_lands_once_on_the_integration_branch_and_the_users_branch
         "wavecrew prompt showed what the run sent"
     );
     assert!(
-        sent.contains("wavecrew/worktrees/"),
-        "the agent works in its worktree:\n{sent}"
+        sent.contains(".wavecrew/"),
+        "the agent works in its worktree, beside the project:\n{sent}"
     );
 
     // The user's branch, files and dirty file are as they were.

@@ -16,6 +16,7 @@ use crate::git;
 use crate::ids::{check_id, check_rel_path};
 use crate::lock::lock;
 use crate::repo::Repo;
+use crate::worktree::canon;
 
 /// The trailer every commit wavecrew makes for a task carries:
 /// `Wavecrew-Task: <session-id>/<task-id>`.
@@ -50,6 +51,12 @@ pub(crate) struct State {
     /// has no git); absent (false) in state files of sessions that do not.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) shadow: bool,
+    /// Where the session's worktrees live, chosen when it started
+    /// ([`worktrees_dir`]); absent in state files of sessions that started
+    /// before worktrees moved out of the git folder (they keep
+    /// `<common-dir>/wavecrew/worktrees/<session-id>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) worktrees: Option<PathBuf>,
 }
 
 /// A session's integration branch, with everything needed to land tasks
@@ -90,13 +97,61 @@ pub struct AppliedFiles {
     pub deleted: Vec<String>,
 }
 
-/// The folder of session `session`'s worktrees in `repo` (see
-/// [`Integration::worktrees_dir`]).
+/// Where a new session `session` of `repo` puts its worktrees (see
+/// [`Integration::worktrees_dir`]): beside the project folder, in
+/// `<parent>/<project>.wavecrew/<session-id>/`. There the project's tools
+/// treat a worktree as an ordinary checkout: no path has a `.git`
+/// component (Jest ignores every file under one), and the upward look-ups
+/// of Cargo workspaces, Node modules, `pyproject.toml` or `.git` never
+/// reach the user's folder from it. Where the parent cannot be written,
+/// and for a shadow repository, inside the git folder as before.
 pub fn worktrees_dir(repo: &Repo, session: &str) -> PathBuf {
+    if !repo.is_shadow() {
+        let top = canon(repo.work_tree());
+        if let (Some(parent), Some(name)) = (top.parent(), top.file_name())
+            && writable(parent)
+        {
+            let mut folder = name.to_os_string();
+            folder.push(WORKTREES_SUFFIX);
+            return parent.join(folder).join(session);
+        }
+    }
+    legacy_worktrees_dir(repo, session)
+}
+
+/// Every folder wavecrew's worktrees of `repo` may live in, whatever
+/// session made them (canonical): the one beside the project and the one
+/// inside the git folder. Only what is under one of these is ever repaired
+/// or removed as wavecrew's.
+pub(crate) fn worktree_roots(repo: &Repo) -> Vec<PathBuf> {
+    let mut roots = vec![canon(&repo.common_dir().join("wavecrew"))];
+    let top = canon(repo.work_tree());
+    if let (Some(parent), Some(name)) = (top.parent(), top.file_name()) {
+        let mut folder = name.to_os_string();
+        folder.push(WORKTREES_SUFFIX);
+        roots.push(canon(&parent.join(folder)));
+    }
+    roots
+}
+
+/// The suffix of the folder beside a project that holds its worktrees.
+pub const WORKTREES_SUFFIX: &str = ".wavecrew";
+
+/// `<common-dir>/wavecrew/worktrees/<session-id>`: where worktrees lived
+/// before, and still do for a shadow repository or a read-only parent.
+fn legacy_worktrees_dir(repo: &Repo, session: &str) -> PathBuf {
     repo.common_dir()
         .join("wavecrew")
         .join("worktrees")
         .join(session)
+}
+
+/// Whether a folder may be created in `dir` (tried, then removed).
+fn writable(dir: &Path) -> bool {
+    tempfile::Builder::new()
+        .prefix(".wavecrew-probe-")
+        .tempdir_in(dir)
+        .is_ok()
 }
 
 /// Where attempt `attempt` of `task` of session `session` works, whether or
@@ -184,6 +239,7 @@ impl Integration {
             snapshot: snapshot.is_some(),
             exclude,
             shadow: repo.is_shadow(),
+            worktrees: Some(worktrees_dir(repo, session_id)),
         };
         // The state first, then the branch: a crash in between is mended by
         // the next start (the branch is made again at the recorded base).
@@ -308,13 +364,16 @@ impl Integration {
         self.repo.must_resolve(&self.reference())
     }
 
-    /// Where this session's worktrees live: a folder wavecrew owns inside
-    /// the git common dir, `<common-dir>/wavecrew/worktrees/<session-id>/`,
-    /// so never committed and never in the user's tree (for a shadow
-    /// repository: inside its git dir in the session's state folder, which
-    /// its snapshots leave out).
+    /// Where this session's worktrees live, chosen when it started (see
+    /// the free function [`worktrees_dir`]): a folder wavecrew owns beside
+    /// the project, `<parent>/<project>.wavecrew/<session-id>/`, never
+    /// committed and never in the user's tree (for a shadow repository, or
+    /// a session started before: `<common-dir>/wavecrew/worktrees/<session-id>/`).
     pub fn worktrees_dir(&self) -> PathBuf {
-        worktrees_dir(&self.repo, &self.state.session)
+        self.state
+            .worktrees
+            .clone()
+            .unwrap_or_else(|| legacy_worktrees_dir(&self.repo, &self.state.session))
     }
 
     /// Whether the project-relative `path` is under one of the session's

@@ -25,7 +25,7 @@
 //!   Its state is `state_dir/integration.json`.
 //! - [`Integration::open_worktree`] gives attempt `n` of a task a worktree
 //!   on `wavecrew-tasks/<session-id>/<task>/<n>` from the integration tip,
-//!   inside `<git-common-dir>/wavecrew/worktrees/<session-id>/`;
+//!   beside the project, in `<project>.wavecrew/<session-id>/`;
 //!   [`Integration::detached_worktree`] gives read-only roles one of the tip.
 //! - [`Integration::commit`] commits a worktree's changes with the trailer
 //!   `Wavecrew-Task: <session-id>/<task>`; [`Integration::changed_files`]
@@ -53,7 +53,7 @@
 //! | --- | --- |
 //! | integration branch | `refs/heads/wavecrew/<session-id>` |
 //! | task branches | `refs/heads/wavecrew-tasks/<session-id>/<task>/<attempt>` (not under `wavecrew/<session-id>/`: git cannot have a ref and a folder of refs of one name) |
-//! | worktrees | `<git-common-dir>/wavecrew/worktrees/<session-id>/<task>/<attempt>/` and `…/.detached/<name>/` |
+//! | worktrees | `<parent>/<project>.wavecrew/<session-id>/<task>/<attempt>/` and `…/.detached/<name>/` (recorded in `integration.json` at the start; inside `<git-common-dir>/wavecrew/worktrees/` for a shadow repository, a parent that cannot be written, or a session started before) |
 //! | shadow repository (a folder without git) | `state_dir/shadow.git` (bare; its git common dir, so its worktrees are inside it), `…/wavecrew-shadow.json` (the folder it tracks, what it leaves out and ignores), `…/info/exclude` (the `copy` paths), branch `refs/heads/project` (the folder's snapshot, the session's start) |
 //! | state | `state_dir/integration.json` (`"shadow": true` on a shadow repository), `state_dir/worktrees/<task>/<attempt>.json` (each attempt's base) |
 //! | locks | `state_dir/land.lock` (start and the merge queue), `state_dir/worktrees.lock`, `state_dir/shadow.lock` (making the shadow) |
@@ -114,8 +114,8 @@ pub use bundle::Bundled;
 pub use error::{IsolationError, Result};
 pub use inspect::{Inspection, LandedTask};
 pub use integration::{
-    Applied, AppliedFiles, BRANCH_PREFIX, Integration, STATE_FILE, TRAILER, worktree_path,
-    worktrees_dir,
+    Applied, AppliedFiles, BRANCH_PREFIX, Integration, STATE_FILE, TRAILER, WORKTREES_SUFFIX,
+    worktree_path, worktrees_dir,
 };
 pub use land::{Landing, Upstream};
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Repo};

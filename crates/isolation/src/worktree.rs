@@ -1,9 +1,10 @@
 //! The worktrees: one per task attempt on its own branch, detached ones for
 //! read-only roles, their removal, and the sweep of leftovers.
 //!
-//! They all live in [`Integration::worktrees_dir`], a folder inside the
-//! git common dir that wavecrew owns (for a shadow repository, inside its
-//! git dir in the session's state folder): `<task>/<attempt>/` for attempts and
+//! They all live in [`Integration::worktrees_dir`], a folder wavecrew owns
+//! beside the project (`<project>.wavecrew/<session-id>/`; for a shadow
+//! repository, inside its git dir in the session's state folder):
+//! `<task>/<attempt>/` for attempts and
 //! `.detached/<name>/` for read-only worktrees. Nothing outside that folder
 //! is ever removed. Creation and removal hold `state_dir/worktrees.lock`,
 //! and git hooks are off while a worktree is checked out (a project's
@@ -83,7 +84,7 @@ pub(crate) struct Listed {
 /// folder. Every later `git worktree list` fails on such an entry. Nothing
 /// of anyone else's is touched. Returns whether anything was removed.
 fn repair_half_added(repo: &Repo) -> bool {
-    let ours = canon(&repo.common_dir().join("wavecrew"));
+    let roots = crate::integration::worktree_roots(repo);
     let Ok(entries) = fs::read_dir(repo.common_dir().join("worktrees")) else {
         return false;
     };
@@ -98,7 +99,7 @@ fn repair_half_added(repo: &Repo) -> bool {
             continue;
         };
         let worktree = Path::new(gitdir.trim()).parent().map(canon);
-        if worktree.is_some_and(|w| w.starts_with(&ours) && w != ours) {
+        if worktree.is_some_and(|w| roots.iter().any(|r| w.starts_with(r) && &w != r)) {
             removed |= fs::remove_dir_all(&admin).is_ok();
         }
     }
@@ -161,7 +162,7 @@ pub(crate) fn list_worktrees(repo: &Repo) -> Result<Vec<Listed>> {
 /// under the worktree lock: an add of ours in progress looks the same.
 /// Returns whether anything was removed.
 fn remove_unborn(repo: &Repo, listed: &[Listed]) -> Result<bool> {
-    let ours = canon(&repo.common_dir().join("wavecrew"));
+    let roots = crate::integration::worktree_roots(repo);
     let mut removed = false;
     for l in listed {
         let unborn = l
@@ -169,7 +170,7 @@ fn remove_unborn(repo: &Repo, listed: &[Listed]) -> Result<bool> {
             .as_deref()
             .is_some_and(|h| !h.is_empty() && h.bytes().all(|b| b == b'0'));
         let path = canon(&l.path);
-        if unborn && path.starts_with(&ours) && path != ours {
+        if unborn && roots.iter().any(|r| path.starts_with(r) && &path != r) {
             // A killed add still holds its `initializing` lock, which
             // `worktree prune` respects: unlock first (none: git says so).
             let _ = repo.git().args(["worktree", "unlock"]).arg(&l.path).run();
@@ -228,7 +229,7 @@ impl Integration {
             .collect::<Result<Vec<_>>>()?;
         let branch = self.task_branch(task, attempt);
         let reference = format!("refs/heads/{branch}");
-        let path = crate::integration::worktree_path(&self.repo, self.session_id(), task, attempt);
+        let path = self.worktrees_dir().join(task).join(attempt.to_string());
         let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
 
         let record_file = self
@@ -501,7 +502,8 @@ impl Integration {
         let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
         let listed = list_worktrees(&self.repo)?;
         self.remove_path(&wt.path, &listed)?;
-        // Empty task folders go too; never worktrees_dir itself.
+        // Empty task folders go too; then the session's folder and the
+        // project's folder of worktrees beside it, once they are empty.
         let mut parent = wt.path.parent();
         while let Some(p) = parent {
             if !self.owns(p) || fs::remove_dir(p).is_err() {
@@ -509,6 +511,7 @@ impl Integration {
             }
             parent = p.parent();
         }
+        self.remove_empty_worktrees_dir();
         Ok(())
     }
 
@@ -573,8 +576,27 @@ impl Integration {
             }
             remove_any(&dir)?;
         }
+        self.remove_empty_worktrees_dir();
         self.repo.git().args(["worktree", "prune"]).run()?;
         Ok(count)
+    }
+
+    /// Remove the session's worktree folder when it is empty, and the
+    /// `<project>.wavecrew` folder beside the project that holds it, when
+    /// that is empty too (another session's worktrees keep it).
+    fn remove_empty_worktrees_dir(&self) {
+        let dir = self.worktrees_dir();
+        if fs::remove_dir(&dir).is_err() {
+            return;
+        }
+        if let Some(root) = dir.parent()
+            && root.file_name().is_some_and(|n| {
+                n.to_string_lossy()
+                    .ends_with(crate::integration::WORKTREES_SUFFIX)
+            })
+        {
+            let _ = fs::remove_dir(root);
+        }
     }
 }
 

@@ -110,15 +110,18 @@ fn copy_brings_ignored_files_when_present() {
 }
 
 #[test]
-fn worktrees_live_in_the_git_dir_on_their_own_branches() {
+fn worktrees_live_beside_the_project_on_their_own_branches() {
     let p = Project::new();
     let s = p.start("S-where");
     let wt = s.open_worktree("IMPL-001", 2, &[]).unwrap();
     assert_eq!(wt.path, s.worktrees_dir().join("IMPL-001/2"));
+    // Beside the project, never under a `.git` folder, never inside the
+    // project (where upward look-ups would find the user's folder).
     assert_eq!(
         s.worktrees_dir(),
-        p.top.join(".git/wavecrew/worktrees/S-where")
+        p.top.parent().unwrap().join("project.wavecrew/S-where")
     );
+    assert!(!wt.path.components().any(|c| c.as_os_str() == ".git"));
     assert_eq!(wt.branch, "wavecrew-tasks/S-where/IMPL-001/2");
     assert_eq!(wt.base, s.tip().unwrap());
     assert_eq!(
@@ -165,7 +168,9 @@ fn remove_keeps_the_branch() {
         !wt.path.parent().unwrap().exists(),
         "the empty task folder goes too"
     );
-    assert!(s.worktrees_dir().exists());
+    // Nothing is left beside the project once its last worktree is gone.
+    assert!(!s.worktrees_dir().exists());
+    assert!(!s.worktrees_dir().parent().unwrap().exists());
     assert_eq!(p.git(&["rev-parse", &wt.branch]), commit);
     assert!(!p.git(&["worktree", "list"]).contains("IMPL-001"));
     // Opening the attempt again resumes its branch.
