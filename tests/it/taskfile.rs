@@ -133,7 +133,7 @@ role = "reviewer"
 depends_on = ["IMPL-006"]
 "#;
 
-fn scripted_project(task_file: &str) -> tempfile::TempDir {
+fn scripted_project(task_file: &str) -> wavecrew_testkit::git::TempProject {
     let repo = git_repo();
     let scenarios: Vec<Value> = (1..=6)
         .map(|n| {

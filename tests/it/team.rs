@@ -17,7 +17,7 @@ pub(crate) const SESSION: &str = "TC-team-test-2026-11-23";
 /// files, and a `wavecrew.toml` whose `agent` is the scripted agent
 /// playing `scenarios`.
 pub(crate) struct Project {
-    pub(crate) tmp: tempfile::TempDir,
+    pub(crate) tmp: wavecrew_testkit::git::TempProject,
 }
 
 impl Project {
@@ -69,7 +69,7 @@ pub(crate) fn project(
     scenarios: &Value,
     toml_extra: &str,
 ) -> Project {
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = wavecrew_testkit::git::TempProject::new();
     let s = tmp.path().join(".workflow/.team").join(SESSION);
     std::fs::create_dir_all(s.join("roles")).unwrap();
     let mut roles: Vec<(String, String)> = Vec::new();

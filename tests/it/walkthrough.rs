@@ -81,8 +81,8 @@ pub(crate) fn which(tool: &str) -> PathBuf {
 }
 
 /// A new git repository with one commit and no ccw file.
-pub(crate) fn git_repo() -> tempfile::TempDir {
-    let tmp = tempfile::tempdir().unwrap();
+pub(crate) fn git_repo() -> wavecrew_testkit::git::TempProject {
+    let tmp = wavecrew_testkit::git::TempProject::new();
     let git = |args: &[&str]| {
         wavecrew_testkit::git::git(tmp.path(), args);
     };

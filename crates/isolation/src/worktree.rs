@@ -586,7 +586,7 @@ impl Integration {
     /// that is empty too (another session's worktrees keep it).
     fn remove_empty_worktrees_dir(&self) {
         let dir = self.worktrees_dir();
-        if fs::remove_dir(&dir).is_err() {
+        if fs::symlink_metadata(&dir).is_ok() && fs::remove_dir(&dir).is_err() {
             return;
         }
         if let Some(root) = dir.parent()

@@ -37,3 +37,48 @@ pub fn init_repo(dir: &Path) {
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-q", "--allow-empty", "-m", "initial"]);
 }
+
+/// A temporary project folder for a test, and, when it is dropped, the
+/// folder of worktrees wavecrew makes beside it (`<project>.wavecrew`,
+/// which the temporary folder's own removal does not reach): a test
+/// removes what it creates, even when it fails.
+#[derive(Debug)]
+pub struct TempProject {
+    dir: tempfile::TempDir,
+}
+
+impl TempProject {
+    /// A new, empty temporary folder.
+    pub fn new() -> TempProject {
+        TempProject {
+            dir: tempfile::tempdir().expect("a temporary folder"),
+        }
+    }
+
+    /// Its path.
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Default for TempProject {
+    fn default() -> Self {
+        TempProject::new()
+    }
+}
+
+impl Drop for TempProject {
+    fn drop(&mut self) {
+        remove_worktrees_beside(self.dir.path());
+    }
+}
+
+/// Remove the folder of worktrees beside `project` (`<project>.wavecrew`).
+pub fn remove_worktrees_beside(project: &Path) {
+    let (Some(parent), Some(name)) = (project.parent(), project.file_name()) else {
+        return;
+    };
+    let mut beside = name.to_os_string();
+    beside.push(".wavecrew");
+    let _ = std::fs::remove_dir_all(parent.join(beside));
+}

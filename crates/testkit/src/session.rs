@@ -94,6 +94,12 @@ impl SessionBuilder {
     }
 }
 
+impl Drop for TestSession {
+    fn drop(&mut self) {
+        crate::git::remove_worktrees_beside(self.root.path());
+    }
+}
+
 impl TestSession {
     /// The project root (the folder holding `.workflow/`).
     pub fn root(&self) -> &Path {
