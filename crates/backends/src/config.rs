@@ -382,6 +382,11 @@ pub struct IsolationConfig {
     pub setup: Vec<CommandLine>,
     /// How long each setup command may run, in seconds.
     pub setup_timeout_secs: u64,
+    /// Build folders git ignores (`target`, `node_modules`) copied from
+    /// the project into each new worktree, so its first build is
+    /// incremental; keyed by their lockfiles (see
+    /// `wavecrew_isolation::Integration::seed_build_state`).
+    pub seed: Vec<String>,
 }
 
 impl Default for IsolationConfig {
@@ -391,6 +396,7 @@ impl Default for IsolationConfig {
             copy: Vec::new(),
             setup: Vec::new(),
             setup_timeout_secs: 900,
+            seed: Vec::new(),
         }
     }
 }

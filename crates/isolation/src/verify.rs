@@ -55,6 +55,7 @@ impl Integration {
             self.copy_in(&path, rel)?;
         }
         Ok(Worktree {
+            build_state: Vec::new(),
             path,
             branch: String::new(),
             base: commit.to_owned(),

@@ -49,6 +49,10 @@ pub struct Worktree {
     pub base: String,
     /// The task id; for a read-only worktree, its name.
     pub task: String,
+    /// Where its build state came from: what was seeded from the project
+    /// and why not where it was not ([`Integration::seed_build_state`]),
+    /// one line each; empty when nothing was asked.
+    pub build_state: Vec<String>,
 }
 
 impl Worktree {
@@ -300,6 +304,7 @@ impl Integration {
         }
         self.link_session(&path)?;
         Ok(Worktree {
+            build_state: Vec::new(),
             path,
             branch,
             base,
@@ -320,6 +325,7 @@ impl Integration {
         if let Some(l) = listed.iter().find(|l| canon(&l.path) == target) {
             if !l.prunable && l.branch.is_none() && l.head.as_deref() == Some(tip.as_str()) {
                 return Ok(Worktree {
+                    build_state: Vec::new(),
                     path,
                     branch: String::new(),
                     base: tip,
@@ -331,6 +337,7 @@ impl Integration {
         self.add_worktree(&path, &["--detach", &tip])?;
         self.link_session(&path)?;
         Ok(Worktree {
+            build_state: Vec::new(),
             path,
             branch: String::new(),
             base: tip,
@@ -420,6 +427,87 @@ impl Integration {
 
     /// Copy `rel` from the user's tree into the worktree at `wt` (see
     /// [`Integration::open_worktree`] for when it is skipped).
+    /// Seed the worktree `wt` with the project's build state: each folder
+    /// of `names` (`target`, `node_modules`) that git ignores in the
+    /// project is copied in when the worktree has none, so the task's first
+    /// build is incremental. A folder of a known kind is seeded only when
+    /// its lockfiles (`Cargo.lock`; `package-lock.json`, `pnpm-lock.yaml`,
+    /// `yarn.lock`) are in both and the same, so a task never starts on a
+    /// tree built for other dependencies. Links to absolute paths are left
+    /// out (a task must not write into the project through one), and a
+    /// virtualenv is never seeded: its scripts name the project's own
+    /// interpreter by absolute path. Returns what was seeded, and why not
+    /// where it was not, one line each.
+    pub fn seed_build_state(&self, wt: &Worktree, names: &[String]) -> Result<Vec<String>> {
+        let top = self.repo.work_tree();
+        let mut said = Vec::new();
+        for name in names {
+            let rel = check_rel_path("seed", name)?;
+            let src = top.join(&rel);
+            let dst = wt.path.join(&rel);
+            let is_dir = fs::symlink_metadata(&src).is_ok_and(|m| m.is_dir());
+            if !is_dir || fs::symlink_metadata(&dst).is_ok() {
+                continue;
+            }
+            if src.join("pyvenv.cfg").exists() {
+                said.push(format!(
+                    "{rel}: not seeded (a virtualenv names the project's interpreter by absolute \
+                     path; make it in the worktree with [isolation] setup)"
+                ));
+                continue;
+            }
+            let ignored = git(top)
+                .args(["check-ignore", "--quiet", "--no-index", "--"])
+                .arg(format!("{rel}/"))
+                .test()?;
+            if !ignored {
+                said.push(format!("{rel}: not seeded (git does not ignore it)"));
+                continue;
+            }
+            let folder = Path::new(&rel).parent().unwrap_or(Path::new(""));
+            let key = match Path::new(&rel).file_name().and_then(|n| n.to_str()) {
+                Some("target") => &["Cargo.lock"][..],
+                Some("node_modules") => &[
+                    "package-lock.json",
+                    "npm-shrinkwrap.json",
+                    "pnpm-lock.yaml",
+                    "yarn.lock",
+                ][..],
+                _ => &[][..],
+            };
+            let mut matched = None;
+            let mut differs = None;
+            for lock in key {
+                let ours = fs::read(top.join(folder).join(lock)).ok();
+                let theirs = fs::read(wt.path.join(folder).join(lock)).ok();
+                match (ours, theirs) {
+                    (None, None) => {}
+                    (a, b) if a == b => matched = Some(*lock),
+                    _ => differs = Some(*lock),
+                }
+            }
+            if let Some(lock) = differs {
+                said.push(format!(
+                    "{rel}: not seeded ({lock} differs from the project's: built for other dependencies)"
+                ));
+                continue;
+            }
+            if !key.is_empty() && matched.is_none() {
+                said.push(format!(
+                    "{rel}: not seeded (no {} to key it by)",
+                    key.join(" or ")
+                ));
+                continue;
+            }
+            copy_dir(&src, &dst)?;
+            said.push(match matched {
+                Some(lock) => format!("{rel}: seeded from the project ({lock} matches)"),
+                None => format!("{rel}: seeded from the project"),
+            });
+        }
+        Ok(said)
+    }
+
     /// The files the user lists in the project's `.worktreeinclude`
     /// (gitignore syntax; the convention Claude Code, Codex and Conductor
     /// share): the untracked files and folders its patterns match, for

@@ -299,3 +299,76 @@ fn admin_dir(p: &Project, wt: &wavecrew_isolation::Worktree) -> std::path::PathB
         })
         .unwrap()
 }
+
+/// `seed_build_state`: an ignored build folder is copied into a new
+/// worktree when its lockfile matches the project's (relative links kept,
+/// links to absolute paths left out), not when the lockfile differs, and a
+/// virtualenv never; each decision is said.
+#[test]
+fn build_state_is_seeded_only_where_the_lockfile_matches() {
+    let p = Project::new();
+    p.write(
+        ".gitignore",
+        ".env\n.workflow/\ntarget/\nnode_modules/\n.venv/\n",
+    );
+    p.write("Cargo.lock", "# lock v1\n");
+    p.write("package-lock.json", "{\"lockfileVersion\": 3}\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "lockfiles"]);
+    p.write("target/debug/libdep.rlib", "built\n");
+    p.write("node_modules/tool/bin.js", "run\n");
+    std::fs::create_dir_all(p.top.join("node_modules/.bin")).unwrap();
+    std::os::unix::fs::symlink("../tool/bin.js", p.top.join("node_modules/.bin/tool")).unwrap();
+    std::os::unix::fs::symlink(&p.top, p.top.join("node_modules/back-to-the-project")).unwrap();
+    p.write(".venv/pyvenv.cfg", "home = /usr/bin\n");
+    let s = p.start("S-seed");
+    let names: Vec<String> = ["target", "node_modules", ".venv"]
+        .iter()
+        .map(|n| (*n).to_owned())
+        .collect();
+
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    let said = s.seed_build_state(&wt, &names).unwrap();
+    assert_eq!(
+        said,
+        [
+            "target: seeded from the project (Cargo.lock matches)",
+            "node_modules: seeded from the project (package-lock.json matches)",
+            ".venv: not seeded (a virtualenv names the project's interpreter by absolute path; make it in the worktree with [isolation] setup)",
+        ]
+    );
+    assert_eq!(
+        fs::read_to_string(wt.path.join("target/debug/libdep.rlib")).unwrap(),
+        "built\n"
+    );
+    assert_eq!(
+        fs::read_to_string(wt.path.join("node_modules/.bin/tool")).unwrap(),
+        "run\n",
+        "a relative link is kept"
+    );
+    assert!(
+        fs::symlink_metadata(wt.path.join("node_modules/back-to-the-project")).is_err(),
+        "a link to an absolute path is left out"
+    );
+    // Seeded folders are ignored: nothing of them is a change of the task.
+    assert!(s.changed_files(&wt).unwrap().is_empty());
+    // Seeding again changes nothing.
+    assert!(s.seed_build_state(&wt, &names).unwrap().len() == 1);
+
+    // The user's lockfile moved on (another install): their node_modules
+    // was built for other dependencies and is not seeded.
+    p.write(
+        "package-lock.json",
+        "{\"lockfileVersion\": 3, \"other\": true}\n",
+    );
+    let wt2 = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    let said = s.seed_build_state(&wt2, &names[..2]).unwrap();
+    assert_eq!(
+        said,
+        [
+            "target: seeded from the project (Cargo.lock matches)",
+            "node_modules: not seeded (package-lock.json differs from the project's: built for other dependencies)",
+        ]
+    );
+    assert!(!wt2.path.join("node_modules").exists());
+}

@@ -611,6 +611,12 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         } else {
             report.field("environment_problems", &inconclusive)
         };
+        let build_state = work.workspace.build_state();
+        let report = if build_state.is_empty() {
+            report
+        } else {
+            report.field("build_state", build_state)
+        };
         Ok(report
             .field("execution_backend", &used_backend)
             .field("timestamp", now())

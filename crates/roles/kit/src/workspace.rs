@@ -278,9 +278,12 @@ impl RoleContext {
                 dir: self.project_root.clone(),
             });
         };
-        let worktree = integration
+        let mut worktree = integration
             .open_worktree(task.id.as_str(), claim.max(1), &self.config.isolation.copy)
             .map_err(|e| phase("the task's worktree", e))?;
+        worktree.build_state = integration
+            .seed_build_state(&worktree, &self.config.isolation.seed)
+            .map_err(|e| phase("seeding the task's worktree", e))?;
         self.set_up(&integration, task, claim.max(1), &worktree.path)?;
         Ok(Workspace::Isolated {
             integration: Box::new(integration),
@@ -435,6 +438,15 @@ impl Workspace {
         match self {
             Workspace::InPlace { dir } => dir,
             Workspace::Isolated { worktree, .. } => &worktree.path,
+        }
+    }
+
+    /// Where an isolated workspace's build state came from (`[isolation]
+    /// seed`), one line each; empty in place or when nothing was asked.
+    pub fn build_state(&self) -> &[String] {
+        match self {
+            Workspace::InPlace { .. } => &[],
+            Workspace::Isolated { worktree, .. } => &worktree.build_state,
         }
     }
 
