@@ -88,16 +88,7 @@ fn tasks_run_in_order_and_report_what_changed() {
 
 #[test]
 fn a_syntax_error_goes_back_to_the_agent_with_the_compilers_words() {
-    let s = SessionBuilder::new("TC-exec-syntax-2026-11-23")
-        .task("IMPL-001", &[])
-        .build();
-    std::fs::write(
-        s.root().join("Cargo.toml"),
-        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(s.root().join("src")).unwrap();
-    std::fs::write(s.root().join("src/lib.rs"), "pub fn one() -> u32 { 1 }\n").unwrap();
+    let s = tiny_crate_session("TC-exec-syntax-2026-11-23");
     let script = json!({"scenarios": [
         {"match": {"prompt_contains": "the syntax check failed"}, "steps": [
             {"write": {"path": "src/lib.rs", "content": "pub fn one() -> u32 { 1 }\npub fn two() -> u32 { 2 }\n"}},
@@ -200,16 +191,7 @@ fn seed_000s_own_task_folder_with_dependencies_in_the_plan() {
 #[test]
 fn a_syntax_check_that_runs_out_of_time_is_inconclusive_not_the_agents_failure() {
     use std::os::unix::fs::PermissionsExt;
-    let s = SessionBuilder::new("TC-exec-slowcheck-2026-11-23")
-        .task("IMPL-001", &[])
-        .build();
-    std::fs::write(
-        s.root().join("Cargo.toml"),
-        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(s.root().join("src")).unwrap();
-    std::fs::write(s.root().join("src/lib.rs"), "pub fn one() -> u32 { 1 }\n").unwrap();
+    let s = tiny_crate_session("TC-exec-slowcheck-2026-11-23");
     // A `cargo` as slow as a cold build of a large workspace.
     let tools = tempfile::tempdir().unwrap();
     let cargo = tools.path().join("cargo");
@@ -255,4 +237,18 @@ fn a_syntax_check_that_runs_out_of_time_is_inconclusive_not_the_agents_failure()
         1,
         "not sent back to the agent: {r:#}"
     );
+}
+
+/// A session of one task, `IMPL-001`, in a tiny Rust crate (a syntax
+/// check runs `cargo check` on it).
+fn tiny_crate_session(id: &str) -> wavecrew_testkit::TestSession {
+    let s = SessionBuilder::new(id).task("IMPL-001", &[]).build();
+    std::fs::write(
+        s.root().join("Cargo.toml"),
+        "[package]\nname = \"tiny\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(s.root().join("src")).unwrap();
+    std::fs::write(s.root().join("src/lib.rs"), "pub fn one() -> u32 { 1 }\n").unwrap();
+    s
 }

@@ -14,9 +14,10 @@
 //!   [`Spawn::leak_timeout`] more after the child has ended, then closed
 //!   unread, and [`Supervised::leak`] says so: supervision never hangs on
 //!   an escaped process;
-//! * a group is only ever signalled through a [`Pgid`], which cannot be 0
-//!   (`killpg(0, …)` would signal wavecrew's own group) nor wavecrew's own
-//!   group; a child whose pid is unknown is killed through its handle;
+//! * the group is stopped only through `wavecrew_sys::process` (the one
+//!   module that signals groups), with a [`Pgid`] that cannot name group 0,
+//!   1 or wavecrew's own; a child whose pid is unknown is killed through
+//!   its handle;
 //! * stdout and stderr are copied to files as they arrive, and the last
 //!   [`TAIL_BYTES`] of each are kept in memory; every stdout line is handed
 //!   to a callback (the event parser).
