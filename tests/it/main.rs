@@ -20,6 +20,7 @@ mod plan;
 mod planex;
 mod prompts;
 mod real_agents;
+mod real_workspaces;
 mod report;
 mod roadmap;
 mod scale_out;

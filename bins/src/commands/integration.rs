@@ -4,26 +4,14 @@
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use wavecrew_isolation::{Integration, IsolationError, Repo};
+use wavecrew_isolation::{Integration, IsolationError};
 
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
 
-/// The integration branch of a session that ran isolated, if it did: in
-/// the project's git repository, or in the shadow repository of a folder
-/// without git (kept in the session folder).
+/// The integration branch of a session that ran isolated, if it did.
 fn integration_of(session: &Path) -> Result<Option<Integration>, IsolationError> {
-    let Ok(session) = session.canonicalize() else {
-        return Ok(None);
-    };
-    let repo = match Repo::open(&session)? {
-        Some(repo) => repo,
-        None => match Repo::open_shadow(&session)? {
-            Some(shadow) => shadow,
-            None => return Ok(None),
-        },
-    };
-    Integration::resume(&repo, &session)
+    Integration::of_session(session)
 }
 
 /// Before a run of a session that ran isolated before: forget worktrees
@@ -36,6 +24,23 @@ pub fn prune_at_start(session: &Path) {
         Ok(Some(integration)) => {
             if let Err(e) = integration.prune_stale() {
                 output::warning(&format!("cannot prune stale worktrees: {e}"));
+            }
+        }
+        Ok(None) => {}
+        Err(e) => output::warning(&format!(
+            "cannot open the session's integration branch: {e}"
+        )),
+    }
+}
+
+/// When a run ends, however it ends: the warm pool's worktrees go (a cache
+/// for the tasks of one run; failed tasks' worktrees stay for inspection).
+/// A failure is a warning.
+pub fn drain_pool_at_end(session: &Path) {
+    match integration_of(session) {
+        Ok(Some(integration)) => {
+            if let Err(e) = integration.drain_pool() {
+                output::warning(&format!("cannot remove the warm worktrees: {e}"));
             }
         }
         Ok(None) => {}

@@ -166,6 +166,7 @@ pub fn foreground(session: Option<&Path>, mut spec: RunSpec, engine: Option<&str
     if let Some(engine) = &engine {
         rt.block_on(engine.finish());
     }
+    super::integration::drain_pool_at_end(&team.valid.dir);
     let Some(end) = end else {
         output::error("interrupted: resume with `wavecrew run` on the same session");
         return Ok(Exit::Interrupted);

@@ -382,11 +382,15 @@ pub struct IsolationConfig {
     pub setup: Vec<CommandLine>,
     /// How long each setup command may run, in seconds.
     pub setup_timeout_secs: u64,
-    /// Build folders git ignores (`target`, `node_modules`) copied from
-    /// the project into each new worktree, so its first build is
-    /// incremental; keyed by their lockfiles (see
-    /// `wavecrew_isolation::Integration::seed_build_state`).
+    /// Build folders git ignores (`target`, `node_modules`, the default)
+    /// copied from the project into each new worktree, so its first build
+    /// is incremental; keyed by their lockfiles (see
+    /// `wavecrew_isolation::Integration::seed_build_state`). `[]` turns
+    /// seeding off.
     pub seed: Vec<String>,
+    /// The largest folder seeded, in MiB; a larger one is not copied (and
+    /// the result says so).
+    pub seed_max_mb: u64,
 }
 
 impl Default for IsolationConfig {
@@ -396,7 +400,8 @@ impl Default for IsolationConfig {
             copy: Vec::new(),
             setup: Vec::new(),
             setup_timeout_secs: 900,
-            seed: Vec::new(),
+            seed: vec!["target".to_owned(), "node_modules".to_owned()],
+            seed_max_mb: 2048,
         }
     }
 }

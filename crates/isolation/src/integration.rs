@@ -253,6 +253,24 @@ impl Integration {
         Ok(found)
     }
 
+    /// The integration branch of the session whose folder is `session`,
+    /// if it ran isolated: in the git repository the folder is in, or in
+    /// the shadow repository kept in it (a project without git). Creates
+    /// nothing but a lost branch.
+    pub fn of_session(session: &Path) -> Result<Option<Integration>> {
+        let Ok(session) = session.canonicalize() else {
+            return Ok(None);
+        };
+        let repo = match Repo::open(&session)? {
+            Some(repo) => repo,
+            None => match Repo::open_shadow(&session)? {
+                Some(shadow) => shadow,
+                None => return Ok(None),
+            },
+        };
+        Integration::resume(&repo, &session)
+    }
+
     /// Find a session's integration again from its state folder, without
     /// creating anything but a lost branch (see [`Integration::start`]);
     /// Ok(None) when `state_dir` has no state file.

@@ -39,6 +39,10 @@
 //!   nothing.
 //! - [`Inspection::read`] reads the branch and what landed on it, in
 //!   landing order, without changing anything (for status and reports).
+//! - [`Integration::release_worktree`] keeps a landed attempt's worktree
+//!   in the session's warm pool (`.pool/<n>/`), and the next new attempt
+//!   takes it over, reset to its base by git with the ignored build output
+//!   kept, so the second task of a session builds incrementally.
 //! - [`Integration::prune_stale`], [`Integration::remove_worktree`] and
 //!   [`Integration::clean`] tidy up; [`Integration::apply`] fast-forwards
 //!   the user's branch to the result when nothing moved meanwhile; on a
@@ -53,7 +57,7 @@
 //! | --- | --- |
 //! | integration branch | `refs/heads/wavecrew/<session-id>` |
 //! | task branches | `refs/heads/wavecrew-tasks/<session-id>/<task>/<attempt>` (not under `wavecrew/<session-id>/`: git cannot have a ref and a folder of refs of one name) |
-//! | worktrees | `<parent>/<project>.wavecrew/<session-id>/<task>/<attempt>/` and `…/.detached/<name>/` (recorded in `integration.json` at the start; inside `<git-common-dir>/wavecrew/worktrees/` for a shadow repository, a parent that cannot be written, or a session started before) |
+//! | worktrees | `<parent>/<project>.wavecrew/<session-id>/<task>/<attempt>/` and `…/.detached/<name>/`, the warm pool `…/.pool/<n>/` (recorded in `integration.json` at the start; inside `<git-common-dir>/wavecrew/worktrees/` for a shadow repository, a parent that cannot be written, or a session started before) |
 //! | shadow repository (a folder without git) | `state_dir/shadow.git` (bare; its git common dir, so its worktrees are inside it), `…/wavecrew-shadow.json` (the folder it tracks, what it leaves out and ignores), `…/info/exclude` (the `copy` paths), branch `refs/heads/project` (the folder's snapshot, the session's start) |
 //! | state | `state_dir/integration.json` (`"shadow": true` on a shadow repository), `state_dir/worktrees/<task>/<attempt>.json` (each attempt's base) |
 //! | locks | `state_dir/land.lock` (start and the merge queue), `state_dir/worktrees.lock`, `state_dir/shadow.lock` (making the shadow) |
@@ -105,6 +109,7 @@ mod inspect;
 mod integration;
 mod land;
 mod lock;
+mod pool;
 mod repo;
 mod shadow;
 mod verify;
@@ -118,6 +123,7 @@ pub use integration::{
     worktree_path, worktrees_dir,
 };
 pub use land::{Landing, Upstream};
+pub use pool::POOL_DIR;
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Repo};
 pub use shadow::{SHADOW_BRANCH, SHADOW_DIR, shadow_worktree_path};
 pub use verify::Verdict;

@@ -208,13 +208,6 @@ impl Integration {
         format!("{TASK_BRANCH_PREFIX}{}/{task}/{attempt}", self.session_id())
     }
 
-    /// Whether `path` is strictly inside [`Integration::worktrees_dir`].
-    fn owns(&self, path: &Path) -> bool {
-        let dir = canon(&self.worktrees_dir());
-        let path = canon(path);
-        path != dir && path.starts_with(&dir)
-    }
-
     /// A worktree for attempt `attempt` of `task`, on a new branch
     /// `wavecrew-tasks/<session-id>/<task>/<attempt>` from the integration
     /// tip; found again (same base, same branch) if it already exists.
@@ -276,6 +269,7 @@ impl Integration {
         let listed = list_worktrees_repaired(&self.repo)?;
         let target = canon(&path);
         let here = listed.iter().find(|l| canon(&l.path) == target);
+        let mut build_state = Vec::new();
         match here {
             Some(l) if !l.prunable => {
                 if l.branch.as_deref() != Some(reference.as_str()) {
@@ -296,7 +290,10 @@ impl Integration {
                 if stale {
                     self.repo.git().args(["worktree", "prune"]).run()?;
                 }
-                self.add_worktree(&path, &[&branch])?;
+                match self.take_pooled(&path, &branch)? {
+                    Some(said) => build_state = said,
+                    None => self.add_worktree(&path, &[&branch])?,
+                }
             }
         }
         for rel in copy.iter().chain(&self.worktree_includes()?) {
@@ -304,7 +301,7 @@ impl Integration {
         }
         self.link_session(&path)?;
         Ok(Worktree {
-            build_state: Vec::new(),
+            build_state,
             path,
             branch,
             base,
@@ -436,9 +433,18 @@ impl Integration {
     /// tree built for other dependencies. Links to absolute paths are left
     /// out (a task must not write into the project through one), and a
     /// virtualenv is never seeded: its scripts name the project's own
-    /// interpreter by absolute path. Returns what was seeded, and why not
+    /// interpreter by absolute path. A folder larger than `max_bytes` is
+    /// not copied. Files are copied with `copy_file_range`, which shares
+    /// the blocks (copy-on-write) on filesystems that can (Btrfs, XFS);
+    /// never a hard link or a link into the project, so a task cannot
+    /// write into the user's folder. Returns what was seeded, and why not
     /// where it was not, one line each.
-    pub fn seed_build_state(&self, wt: &Worktree, names: &[String]) -> Result<Vec<String>> {
+    pub fn seed_build_state(
+        &self,
+        wt: &Worktree,
+        names: &[String],
+        max_bytes: u64,
+    ) -> Result<Vec<String>> {
         let top = self.repo.work_tree();
         let mut said = Vec::new();
         for name in names {
@@ -496,6 +502,14 @@ impl Integration {
                 said.push(format!(
                     "{rel}: not seeded (no {} to key it by)",
                     key.join(" or ")
+                ));
+                continue;
+            }
+            let size = dir_size(&src, max_bytes);
+            if size > max_bytes {
+                said.push(format!(
+                    "{rel}: not seeded (more than {} MiB; raise [isolation] seed_max_mb to copy it)",
+                    max_bytes >> 20
                 ));
                 continue;
             }
@@ -569,16 +583,14 @@ impl Integration {
         if meta.is_dir() {
             copy_dir(&src, &dst)
         } else {
-            fs::copy(&src, &dst)
-                .map(drop)
-                .map_err(|e| IsolationError::io("copying", &src, e))
+            copy_file(&src, &dst)
         }
     }
 
     /// Remove a worktree (its branch stays as a ref). Refuses a folder
     /// outside [`Integration::worktrees_dir`].
     pub fn remove_worktree(&self, wt: &Worktree) -> Result<()> {
-        if !self.owns(&wt.path) {
+        if !self.owns_path(&wt.path) {
             return Err(IsolationError::BadWorktree {
                 path: wt.path.clone(),
                 message: format!(
@@ -592,14 +604,7 @@ impl Integration {
         self.remove_path(&wt.path, &listed)?;
         // Empty task folders go too; then the session's folder and the
         // project's folder of worktrees beside it, once they are empty.
-        let mut parent = wt.path.parent();
-        while let Some(p) = parent {
-            if !self.owns(p) || fs::remove_dir(p).is_err() {
-                break;
-            }
-            parent = p.parent();
-        }
-        self.remove_empty_worktrees_dir();
+        self.remove_empty_parents(&wt.path);
         Ok(())
     }
 
@@ -672,7 +677,7 @@ impl Integration {
     /// Remove the session's worktree folder when it is empty, and the
     /// `<project>.wavecrew` folder beside the project that holds it, when
     /// that is empty too (another session's worktrees keep it).
-    fn remove_empty_worktrees_dir(&self) {
+    pub(crate) fn remove_empty_worktrees_dir(&self) {
         let dir = self.worktrees_dir();
         if fs::symlink_metadata(&dir).is_ok() && fs::remove_dir(&dir).is_err() {
             return;
@@ -709,7 +714,7 @@ fn sweep(dir: &Path, keep: &[PathBuf]) -> Result<()> {
 }
 
 /// Remove a file, a symlink (not its target) or a folder tree.
-fn remove_any(path: &Path) -> Result<()> {
+pub(crate) fn remove_any(path: &Path) -> Result<()> {
     let Ok(meta) = fs::symlink_metadata(path) else {
         return Ok(());
     };
@@ -719,6 +724,30 @@ fn remove_any(path: &Path) -> Result<()> {
         fs::remove_file(path)
     };
     removed.map_err(|e| IsolationError::io("removing", path, e))
+}
+
+/// The bytes of the files under `dir` (links not followed), counted until
+/// they pass `stop`.
+fn dir_size(dir: &Path, stop: u64) -> u64 {
+    let mut total = 0u64;
+    let mut todo = vec![dir.to_owned()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                todo.push(entry.path());
+            } else if meta.is_file() {
+                total = total.saturating_add(meta.len());
+                if total > stop {
+                    return total;
+                }
+            }
+        }
+    }
+    total
 }
 
 /// Copy a folder tree; symlinks are copied as symlinks.
@@ -745,8 +774,23 @@ fn copy_dir(src: &Path, dst: &Path) -> Result<()> {
             std::os::unix::fs::symlink(&target, &to)
                 .map_err(|e| IsolationError::io("creating", &to, e))?;
         } else {
-            fs::copy(&from, &to).map_err(|e| IsolationError::io("copying", &from, e))?;
+            copy_file(&from, &to)?;
         }
     }
     Ok(())
+}
+
+/// Copy a file with its modification time: build tools (Cargo, tsc's
+/// incremental info) compare times, and a copy that is newer than what
+/// was built from it would rebuild it.
+fn copy_file(from: &Path, to: &Path) -> Result<()> {
+    fs::copy(from, to).map_err(|e| IsolationError::io("copying", from, e))?;
+    let modified = fs::metadata(from)
+        .and_then(|m| m.modified())
+        .map_err(|e| IsolationError::io("reading", from, e))?;
+    // Setting a time takes ownership, not write permission: a read-only
+    // file's time is set through a read-only handle.
+    fs::File::open(to)
+        .and_then(|f| f.set_modified(modified))
+        .map_err(|e| IsolationError::io("copying", to, e))
 }

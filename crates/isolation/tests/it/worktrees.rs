@@ -316,6 +316,10 @@ fn build_state_is_seeded_only_where_the_lockfile_matches() {
     p.git(&["add", "-A"]);
     p.git(&["commit", "-qm", "lockfiles"]);
     p.write("target/debug/libdep.rlib", "built\n");
+    std::fs::File::open(p.top.join("target/debug/libdep.rlib"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
+        .unwrap();
     p.write("node_modules/tool/bin.js", "run\n");
     std::fs::create_dir_all(p.top.join("node_modules/.bin")).unwrap();
     std::os::unix::fs::symlink("../tool/bin.js", p.top.join("node_modules/.bin/tool")).unwrap();
@@ -328,7 +332,7 @@ fn build_state_is_seeded_only_where_the_lockfile_matches() {
         .collect();
 
     let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
-    let said = s.seed_build_state(&wt, &names).unwrap();
+    let said = s.seed_build_state(&wt, &names, u64::MAX).unwrap();
     assert_eq!(
         said,
         [
@@ -340,6 +344,12 @@ fn build_state_is_seeded_only_where_the_lockfile_matches() {
     assert_eq!(
         fs::read_to_string(wt.path.join("target/debug/libdep.rlib")).unwrap(),
         "built\n"
+    );
+    let modified = |path: std::path::PathBuf| fs::metadata(path).unwrap().modified().unwrap();
+    assert_eq!(
+        modified(wt.path.join("target/debug/libdep.rlib")),
+        modified(p.top.join("target/debug/libdep.rlib")),
+        "a copy keeps its time (Cargo compares times)"
     );
     assert_eq!(
         fs::read_to_string(wt.path.join("node_modules/.bin/tool")).unwrap(),
@@ -353,7 +363,7 @@ fn build_state_is_seeded_only_where_the_lockfile_matches() {
     // Seeded folders are ignored: nothing of them is a change of the task.
     assert!(s.changed_files(&wt).unwrap().is_empty());
     // Seeding again changes nothing.
-    assert!(s.seed_build_state(&wt, &names).unwrap().len() == 1);
+    assert!(s.seed_build_state(&wt, &names, u64::MAX).unwrap().len() == 1);
 
     // The user's lockfile moved on (another install): their node_modules
     // was built for other dependencies and is not seeded.
@@ -362,7 +372,7 @@ fn build_state_is_seeded_only_where_the_lockfile_matches() {
         "{\"lockfileVersion\": 3, \"other\": true}\n",
     );
     let wt2 = s.open_worktree("IMPL-002", 1, &[]).unwrap();
-    let said = s.seed_build_state(&wt2, &names[..2]).unwrap();
+    let said = s.seed_build_state(&wt2, &names[..2], u64::MAX).unwrap();
     assert_eq!(
         said,
         [
@@ -371,4 +381,132 @@ fn build_state_is_seeded_only_where_the_lockfile_matches() {
         ]
     );
     assert!(!wt2.path.join("node_modules").exists());
+
+    // A folder over the size limit is not copied, and that is said.
+    p.write("target/debug/big.rlib", &"x".repeat(3 << 19));
+    let wt3 = s.open_worktree("IMPL-003", 1, &[]).unwrap();
+    let said = s.seed_build_state(&wt3, &names[..1], 1 << 20).unwrap();
+    assert_eq!(
+        said,
+        ["target: not seeded (more than 1 MiB; raise [isolation] seed_max_mb to copy it)"]
+    );
+    assert!(!wt3.path.join("target").exists());
+}
+
+/// The warm pool: a landed attempt's worktree comes back detached, and the
+/// next new attempt takes it over at its own path and branch, reset to its
+/// base by git: tracked files exact (the landed work included), untracked
+/// files gone, ignored build output kept, unchanged files untouched (their
+/// times kept, so a build stays incremental), and `node_modules` removed
+/// when its lockfile changed with the switch.
+#[test]
+fn a_landed_worktree_is_reused_warm_by_the_next_attempt() {
+    use std::os::unix::fs::MetadataExt;
+    let p = Project::new();
+    p.write(".gitignore", ".workflow/\ntarget/\nnode_modules/\n");
+    p.write("package-lock.json", "{\"v\": 1}\n");
+    p.write("src/lib.rs", "pub fn a() {}\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "project"]);
+    let s = p.start("S-pool");
+
+    let first = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    assert!(
+        first.build_state.is_empty(),
+        "a fresh worktree: {:?}",
+        first.build_state
+    );
+    write(&first.path, "target/debug/built", "incremental state\n");
+    write(&first.path, "node_modules/dep/index.js", "v1\n");
+    write(&first.path, "README", "IMPL-001's edit\n");
+    s.commit(&first, "IMPL-001", "edit").unwrap().unwrap();
+    write(&first.path, "scratch.txt", "untracked, not ignored\n");
+    let lib_mtime = fs::metadata(first.path.join("src/lib.rs"))
+        .unwrap()
+        .mtime_nsec();
+    s.land(&first, "IMPL-001").unwrap();
+    s.release_worktree(&first).unwrap();
+    assert!(!first.path.exists(), "it left the attempt's path");
+    let pool = s
+        .worktrees_dir()
+        .join(wavecrew_isolation::POOL_DIR)
+        .join("1");
+    assert!(pool.join("target/debug/built").exists());
+
+    let second = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    assert!(!pool.exists(), "taken out of the pool");
+    assert!(second.build_state[0].starts_with("warm: an earlier task's worktree"));
+    assert_eq!(second.build_state.len(), 1, "{:?}", second.build_state);
+    assert_eq!(
+        p.git(&["-C", second.path.to_str().unwrap(), "symbolic-ref", "HEAD"])
+            .trim(),
+        format!("refs/heads/{}", s.task_branch("IMPL-002", 1))
+    );
+    assert_eq!(
+        fs::read_to_string(second.path.join("README")).unwrap(),
+        "IMPL-001's edit\n"
+    );
+    assert!(
+        !second.path.join("scratch.txt").exists(),
+        "untracked files go"
+    );
+    assert_eq!(
+        fs::read_to_string(second.path.join("target/debug/built")).unwrap(),
+        "incremental state\n"
+    );
+    assert!(second.path.join("node_modules/dep/index.js").exists());
+    assert_eq!(
+        fs::metadata(second.path.join("src/lib.rs"))
+            .unwrap()
+            .mtime_nsec(),
+        lib_mtime,
+        "an unchanged file is not rewritten"
+    );
+    assert!(s.changed_files(&second).unwrap().is_empty());
+
+    s.land(&second, "IMPL-002").unwrap();
+    s.release_worktree(&second).unwrap();
+    let third = s.open_worktree("IMPL-003", 1, &[]).unwrap();
+    assert!(third.build_state[0].starts_with("warm:"));
+    assert!(third.path.join("target/debug/built").exists());
+    // The run's end drains the pool; the folders go once empty.
+    s.release_worktree(&third).unwrap();
+    assert_eq!(s.drain_pool().unwrap(), 1);
+    assert!(!s.worktrees_dir().exists());
+    p.assert_sound();
+}
+
+/// A pooled worktree whose lockfile moved with the switch loses its
+/// `node_modules`, and says so.
+#[test]
+fn a_warm_node_modules_goes_when_the_lockfile_changes() {
+    let p = Project::new();
+    p.write(".gitignore", ".workflow/\nnode_modules/\n");
+    p.write("package-lock.json", "{\"v\": 1}\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "project"]);
+    let s = p.start("S-pool-lock");
+    let first = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    let second = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    write(&first.path, "node_modules/dep/index.js", "v1\n");
+    // B changes the lockfile and lands; A (installed with v1) lands nothing.
+    write(&second.path, "package-lock.json", "{\"v\": 2}\n");
+    s.commit(&second, "IMPL-002", "new dependency")
+        .unwrap()
+        .unwrap();
+    s.land(&second, "IMPL-002").unwrap();
+    s.release_worktree(&first).unwrap();
+    let third = s.open_worktree("IMPL-003", 1, &[]).unwrap();
+    assert_eq!(
+        third.build_state[1..],
+        [
+            "node_modules: removed from the warm worktree (package-lock.json changed since it was installed)"
+        ]
+    );
+    assert!(!third.path.join("node_modules").exists());
+    assert_eq!(
+        fs::read_to_string(third.path.join("package-lock.json")).unwrap(),
+        "{\"v\": 2}\n"
+    );
+    p.assert_sound();
 }

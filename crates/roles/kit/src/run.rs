@@ -94,9 +94,15 @@ pub fn run_role<R: Role>(
             Follow::Again => {}
             Follow::GiveUp(why) => {
                 complain(&why);
+                session.ctx.drain_warm_pool();
                 return Ok(RoleExit::Failed);
             }
         }
+    }
+    // A run of the role on its own ends here (a run's worker for one task
+    // leaves the pool to the run, which drains it at its end).
+    if options.task.is_none() {
+        session.ctx.drain_warm_pool();
     }
     Ok(if failed == 0 {
         RoleExit::Completed

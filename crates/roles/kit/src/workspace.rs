@@ -281,9 +281,14 @@ impl RoleContext {
         let mut worktree = integration
             .open_worktree(task.id.as_str(), claim.max(1), &self.config.isolation.copy)
             .map_err(|e| phase("the task's worktree", e))?;
-        worktree.build_state = integration
-            .seed_build_state(&worktree, &self.config.isolation.seed)
+        let seeded = integration
+            .seed_build_state(
+                &worktree,
+                &self.config.isolation.seed,
+                self.config.isolation.seed_max_mb.saturating_mul(1 << 20),
+            )
             .map_err(|e| phase("seeding the task's worktree", e))?;
+        worktree.build_state.extend(seeded);
         self.set_up(&integration, task, claim.max(1), &worktree.path)?;
         Ok(Workspace::Isolated {
             integration: Box::new(integration),
@@ -385,6 +390,24 @@ impl RoleContext {
             .merged_tasks()
             .map(|mut merged| merged.remove(task.id.as_str()))
             .map_err(|e| phase("the integration branch", e))
+    }
+}
+
+impl RoleContext {
+    /// At the end of a run of this role on its own (not one task of a
+    /// run): the warm pool's worktrees go (a cache for the tasks of one
+    /// run; failed tasks' worktrees stay for inspection). Nothing in place;
+    /// a failure is a warning.
+    pub fn drain_warm_pool(&self) {
+        match Integration::of_session(&self.session_dir) {
+            Ok(Some(integration)) => {
+                if let Err(e) = integration.drain_pool() {
+                    tracing::warn!("cannot remove the warm worktrees: {e}");
+                }
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!("cannot open the session's integration branch: {e}"),
+        }
     }
 }
 
@@ -534,8 +557,9 @@ impl Workspace {
         .map_err(|e| phase("the merge queue", e))?
     }
 
-    /// After a landed task: its worktree goes (its branch stays as a ref).
-    /// A failed task's worktree is kept for inspection.
+    /// After a landed task: its worktree goes back to the session's warm
+    /// pool for the next task (its branch stays as a ref). A failed task's
+    /// worktree is kept for inspection.
     pub fn finish(&self, landed: bool) {
         if let (
             true,
@@ -544,9 +568,9 @@ impl Workspace {
                 worktree,
             },
         ) = (landed, self)
-            && let Err(e) = integration.remove_worktree(worktree)
+            && let Err(e) = integration.release_worktree(worktree)
         {
-            tracing::warn!("cannot remove {}: {e}", worktree.path.display());
+            tracing::warn!("cannot release {}: {e}", worktree.path.display());
         }
     }
 }
