@@ -2,8 +2,8 @@
 """The real `wavecrew run` path, measured as a user runs it (by hand, not in CI).
 
 Builds the release binaries once, then for each case writes a ccw session of
-IMPL-* tasks in a fresh project (no git) whose agent is a `command` backend,
-and times `wavecrew run` as a whole process:
+IMPL-* tasks in a fresh project whose agent is a `command` backend, and
+times `wavecrew run` as a whole process:
 
   makespan  random 200-task DAGs, agents sleeping log-normal durations around
             0.5 s, 4 and 16 slots: wall time / max(critical path, work / slots)
@@ -11,11 +11,20 @@ and times `wavecrew run` as a whole process:
             times by `xargs -P <slots>`
   cpu       the orchestrator's own CPU time per task (children excluded) for
             500, 1000, 2000 and 5000 no-op tasks
+  isolation 300 no-op tasks, 4 slots, in place, in the default mode in a git
+            repository and in a folder without git (the shadow repository),
+            beside git's own floor for the same steps (worktree add and
+            remove by hand, 4 at a time): the isolation cost per task
+            against that floor (target: at most 1.5x)
+
+makespan runs in the default mode in a git repository (`--mode git`), or
+with `--mode shadow` / `--mode in-place`; noop and cpu measure the engine
+alone (in place).
 
 The floor under `noop` (the file work the on-disk contract needs, with no
 orchestrator) is measured by `benches/noop_floor.py`.
 
-Usage: benches/run_engine.py [makespan|noop|cpu ...] [--seeds N] [--keep]
+Usage: benches/run_engine.py [makespan|noop|cpu|isolation ...] [--seeds N] [--mode M] [--keep]
 """
 
 import argparse
@@ -56,7 +65,15 @@ def tid(i):
     return f"IMPL-{i + 1:05d}"
 
 
-def write_project(root, deps, agent_argv):
+# How a project is laid out and run: `in-place` (the engine's own cost, as
+# issue 12 measured it: no worktrees, `--max-parallel` keeps the slots
+# parallel), `git` (the default mode in a git repository: a worktree per
+# task, the merge queue), `shadow` (the default mode in a folder without
+# git: the session's shadow repository).
+MODES = ("in-place", "git", "shadow")
+
+
+def write_project(root, deps, agent_argv, mode="in-place"):
     s = write_session(root, deps)
     with open(os.path.join(root, "wavecrew.toml"), "w") as f:
         f.write(
@@ -64,10 +81,17 @@ def write_project(root, deps, agent_argv):
             "[backends.bench]\nkind = \"command\"\n"
             f"argv = {json.dumps(agent_argv)}\nprompt = \"stdin\"\nstream = \"none\"\n\n"
             "[routing]\nmax_retries = 0\nfallback = []\n\n"
-            # The engine's own cost, as issue 12 measured it: no worktrees
-            # (`--max-parallel` keeps the slots parallel in place).
-            "[isolation]\nmode = \"in-place\"\n"
+            + ("[isolation]\nmode = \"in-place\"\n" if mode == "in-place" else "")
         )
+    with open(os.path.join(root, "README.md"), "w") as f:
+        f.write("bench\n")
+    if mode == "git":
+        git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+        with open(os.path.join(root, ".gitignore"), "w") as f:
+            f.write(".workflow/\nwavecrew.toml\n")
+        subprocess.run(["git", "init", "-q", "-b", "main"], cwd=root, check=True)
+        subprocess.run(["git", "add", "-A"], cwd=root, check=True)
+        subprocess.run(git + ["commit", "-qm", "start"], cwd=root, check=True)
     return s
 
 
@@ -144,8 +168,8 @@ def agent_start(agent, task):
     return max(0.0, sorted(times)[2])
 
 
-def case_makespan(seeds, keep):
-    print("## makespan: random 200-task DAGs, sleeping agents (log-normal, median 0.5 s)")
+def case_makespan(seeds, keep, mode):
+    print(f"## makespan: random 200-task DAGs, sleeping agents (log-normal, median 0.5 s), {mode}")
     print("| slots | seed | critical path s | work/slots s | bound s | wall s | ratio |")
     print("|---|---|---|---|---|---|---|")
     ratios = {}
@@ -170,11 +194,14 @@ def case_makespan(seeds, keep):
                 root = os.path.join(tmp, "project")
                 os.makedirs(root)
                 # argv, no shell: the task id arrives as one argument.
-                session = write_project(root, deps, [sys.executable, "-S", agent, "{task_id}"])
+                session = write_project(
+                    root, deps, [sys.executable, "-S", agent, "{task_id}"], mode
+                )
                 # The interpreter's start is the agent's time, not ours:
                 # count it in every task's duration for the bound.
                 start = agent_start(agent, tid(0))
                 wall, _ = run_wavecrew(root, session, slots)
+                shutil.rmtree(root + ".wavecrew", ignore_errors=True)
                 if keep:
                     shutil.copytree(tmp, f"/tmp/wavecrew-bench-makespan-{slots}-{seed}")
             dur = {i: d + start for i, d in dur.items()}
@@ -187,7 +214,7 @@ def case_makespan(seeds, keep):
         print(f"slots {slots}: median ratio {sorted(r)[len(r) // 2]:.3f}, max {max(r):.3f}")
 
 
-def case_noop(seeds, keep):
+def case_noop(seeds, keep, mode):
     print("## noop: 500 independent no-op tasks vs xargs")
     print("| slots | wavecrew s | xargs s | ratio | per task ms |")
     print("|---|---|---|---|---|")
@@ -208,7 +235,7 @@ def case_noop(seeds, keep):
             print(f"| {slots} | {wall:.2f} | {xargs:.3f} | {wall / xargs:.1f} | {wall / 500 * 1000:.1f} |")
 
 
-def case_cpu(seeds, keep):
+def case_cpu(seeds, keep, mode):
     print("## cpu: the orchestrator's own CPU per task (children excluded), 4 slots")
     print("| tasks | wall s | orchestrator CPU s | CPU per task ms | wall per task ms |")
     print("|---|---|---|---|---|")
@@ -221,18 +248,79 @@ def case_cpu(seeds, keep):
         print(f"| {n} | {wall:.2f} | {own:.2f} | {own / n * 1000:.2f} | {wall / n * 1000:.1f} |")
 
 
+def git_floor(n, slots, tmp):
+    """The same git steps done by hand, `slots` at a time: for each task a
+    worktree added on a branch of its own beside the repository, then
+    removed (what a no-op task costs git)."""
+    repo = os.path.join(tmp, "floor")
+    os.makedirs(repo)
+    with open(os.path.join(repo, "README.md"), "w") as f:
+        f.write("bench\n")
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "start"],
+        cwd=repo, check=True,
+    )
+    script = (
+        'wt="$1.wt/$2"; git -C "$1" worktree add -q -b "t/$2" "$wt" main '
+        '&& git -C "$1" worktree remove --force "$wt"'
+    )
+    t0 = time.perf_counter()
+    subprocess.run(
+        ["xargs", "-P", str(slots), "-I{}", "sh", "-c", script, "sh", repo, "{}"],
+        input=("\n".join(tid(i) for i in range(n)) + "\n").encode(),
+        check=True,
+    )
+    return time.perf_counter() - t0
+
+
+def case_isolation(seeds, keep, mode):
+    """The isolation cost per no-op task (default mode minus in place)
+    beside git's own floor for the same steps, side by side in one run."""
+    n, slots = 300, 4
+    print(f"## isolation: {n} independent no-op tasks, {slots} slots")
+    print("| seed | in place s | git repo s | no git (shadow) s | git floor s | cost/task git ms | cost/task shadow ms | floor/task ms | git cost / floor | shadow cost / floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    true = shutil.which("true")
+    for seed in range(seeds):
+        walls = {}
+        for m in MODES:
+            with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as tmp:
+                root = os.path.join(tmp, "project")
+                os.makedirs(root)
+                session = write_project(root, {i: [] for i in range(n)}, [true], m)
+                walls[m], _ = run_wavecrew(root, session, slots)
+        with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as tmp:
+            floor = git_floor(n, slots, tmp)
+        cost_git = (walls["git"] - walls["in-place"]) / n
+        cost_shadow = (walls["shadow"] - walls["in-place"]) / n
+        per = floor / n
+        print(
+            f"| {seed} | {walls['in-place']:.2f} | {walls['git']:.2f} | {walls['shadow']:.2f} | {floor:.2f} "
+            f"| {cost_git * 1000:.1f} | {cost_shadow * 1000:.1f} | {per * 1000:.1f} "
+            f"| {cost_git / per:.2f}x | {cost_shadow / per:.2f}x |"
+        )
+
+
 def main():
     sys.stdout.reconfigure(line_buffering=True)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cases", nargs="*", default=["makespan", "noop", "cpu"])
+    ap.add_argument("cases", nargs="*", default=["makespan", "isolation", "noop", "cpu"])
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--keep", action="store_true", help="copy the makespan projects to /tmp")
     ap.add_argument("--no-build", action="store_true")
+    ap.add_argument(
+        "--mode", choices=MODES, default="git",
+        help="how makespan runs: the default mode in a git repository (default), "
+        "in a folder without git (shadow), or in place",
+    )
     args = ap.parse_args()
     if not args.no_build:
         build()
+    cases = {"makespan": case_makespan, "noop": case_noop, "cpu": case_cpu, "isolation": case_isolation}
     for case in args.cases:
-        {"makespan": case_makespan, "noop": case_noop, "cpu": case_cpu}[case](args.seeds, args.keep)
+        cases[case](args.seeds, args.keep, args.mode)
 
 
 if __name__ == "__main__":

@@ -29,4 +29,5 @@ mod session_text;
 mod taskfile;
 mod team;
 mod testrun;
+mod untrusted;
 pub(crate) mod walkthrough;

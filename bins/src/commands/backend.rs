@@ -196,6 +196,7 @@ async fn run_one(args: &RunArgs, config_file: Option<&Path>) -> CmdResult {
         limits,
         resume_session: args.resume.clone(),
         env: BTreeMap::new(),
+        sandbox: None,
     };
     let runner = CliBackend::new(backend.clone())
         .with_secret_names(config.redact.env.clone())

@@ -120,6 +120,14 @@ pub fn prepare(opened: &mut OpenSession) -> Result<(), CliError> {
     opened.check_graph()?;
     opened.check_workspace()?;
     super::integration::prune_at_start(&opened.valid.dir);
+    if opened.config.isolation.sandbox == wavecrew_backends::config::SandboxMode::Auto
+        && let wavecrew_sys::sandbox::Support::Unavailable(why) = wavecrew_sys::sandbox::support()
+    {
+        output::warning(&format!(
+            "agents run unconfined: this kernel cannot confine what they write (Landlock: \
+             {why}); set [isolation] sandbox = \"off\" to silence this"
+        ));
+    }
     Ok(())
 }
 

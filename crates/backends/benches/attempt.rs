@@ -32,6 +32,7 @@ fn request(cwd: &Path, out: &Path) -> AttemptRequest {
         limits: Limits::default(),
         resume_session: None,
         env: std::collections::BTreeMap::new(),
+        sandbox: None,
     }
 }
 

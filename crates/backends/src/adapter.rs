@@ -297,6 +297,7 @@ pub fn build(backend: &ResolvedBackend, request: &AttemptRequest) -> Invocation 
         env_remove: vec!["CLAUDECODE".into()],
         stdin,
         leak_timeout: crate::supervise::DEFAULT_LEAK_TIMEOUT,
+        writable: None,
     };
     spawn.env.extend(request.env.clone());
     Invocation {

@@ -368,6 +368,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 limits: config.limits_for(&resolved),
                 resume_session: resume_session.clone(),
                 env: std::collections::BTreeMap::new(),
+                sandbox: crate::confine::writable(config, spec.cwd, spec.session_dir),
             };
             (spec.on_event)(&AttemptEvent::Started {
                 attempt: attempt_no,

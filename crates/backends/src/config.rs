@@ -391,6 +391,28 @@ pub struct IsolationConfig {
     /// The largest folder seeded, in MiB; a larger one is not copied (and
     /// the result says so).
     pub seed_max_mb: u64,
+    /// `auto` (default): where the kernel has Landlock, an agent's process
+    /// tree may write only its worktree, its temporary folder, the
+    /// session's `artifacts/`, the git metadata its commits need, its
+    /// backend's own folders and [`IsolationConfig::sandbox_writable`];
+    /// `off`: anywhere the user may (see `crate::confine`).
+    pub sandbox: SandboxMode,
+    /// More places agents may write (`~` is their home): the caches real
+    /// builds fill. Default: `~/.cache`, `~/.cargo`, `~/.rustup`, `~/.npm`,
+    /// `~/.local/share/pnpm`, `~/.yarn`, `~/go`.
+    pub sandbox_writable: Vec<String>,
+}
+
+/// `[isolation] sandbox`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Confine agents where the kernel can (Landlock), say so once where
+    /// it cannot.
+    #[default]
+    Auto,
+    /// Never confine.
+    Off,
 }
 
 impl Default for IsolationConfig {
@@ -402,6 +424,18 @@ impl Default for IsolationConfig {
             setup_timeout_secs: 900,
             seed: vec!["target".to_owned(), "node_modules".to_owned()],
             seed_max_mb: 2048,
+            sandbox: SandboxMode::default(),
+            sandbox_writable: [
+                "~/.cache",
+                "~/.cargo",
+                "~/.rustup",
+                "~/.npm",
+                "~/.local/share/pnpm",
+                "~/.yarn",
+                "~/go",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
         }
     }
 }

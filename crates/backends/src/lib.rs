@@ -36,6 +36,7 @@
 pub mod adapter;
 pub mod attempts;
 pub mod config;
+pub mod confine;
 pub mod events;
 pub mod gitdiff;
 pub mod governor;

@@ -271,6 +271,10 @@ impl CliBackend {
                 .env
                 .insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());
         }
+        let writable = request
+            .sandbox
+            .clone()
+            .map(|paths| self.confined_to(paths, &mut request, &dir));
         let redactor = Redactor::from_env(
             self.backend
                 .spec
@@ -282,6 +286,7 @@ impl CliBackend {
         );
         let mut invocation = adapter::build(&self.backend, &request);
         invocation.spawn.leak_timeout = self.leak_timeout;
+        invocation.spawn.writable = writable;
         if let Err(e) = write_atomic(
             &dir.join("prompt.md"),
             redactor.redact(&request.prompt).as_bytes(),
@@ -324,6 +329,47 @@ impl CliBackend {
             notes,
             state: Arc::new(Mutex::new(StreamState::default())),
         })
+    }
+
+    /// Where a confined agent may write: `paths` (the task's), its
+    /// backend's own folders, `/dev`, and its temporary folder: `TMPDIR`
+    /// when its environment sets one, or `tmp/` in the attempt's folder,
+    /// which becomes its `TMPDIR`.
+    fn confined_to(
+        &self,
+        mut paths: Vec<PathBuf>,
+        request: &mut AttemptRequest,
+        dir: &Path,
+    ) -> Vec<PathBuf> {
+        let env = |k: &str| {
+            request
+                .env
+                .get(k)
+                .or_else(|| self.backend.spec.env.get(k))
+                .cloned()
+        };
+        let home = crate::confine::home_dir(env("HOME").as_deref());
+        let codex_home = env("CODEX_HOME").map(PathBuf::from);
+        paths.extend(crate::confine::backend_paths(
+            self.backend.kind,
+            home.as_deref(),
+            codex_home.as_deref(),
+        ));
+        let tmp = if let Some(tmp) = env("TMPDIR") {
+            PathBuf::from(tmp)
+        } else {
+            let tmp = dir.join("tmp");
+            let _ = std::fs::create_dir_all(&tmp);
+            for k in ["TMPDIR", "TMP", "TEMP"] {
+                request
+                    .env
+                    .insert(k.into(), tmp.to_string_lossy().into_owned());
+            }
+            tmp
+        };
+        paths.push(tmp);
+        paths.push(PathBuf::from("/dev"));
+        paths
     }
 
     /// The agent under supervision; `session.json` is written by a
@@ -424,6 +470,15 @@ impl CliBackend {
             state,
         } = prepared;
         let name = self.backend.name.clone();
+        // A confined agent's temporary folder in the attempt's folder
+        // (see `confined_to`) goes with what it left there.
+        let scratch = dir.join("tmp");
+        if request.sandbox.is_some()
+            && !self.isolate_home
+            && request.env.get("TMPDIR").map(PathBuf::from) == Some(scratch.clone())
+        {
+            let _ = std::fs::remove_dir_all(&scratch);
+        }
         // Outside git before the attempt: no snapshot after it either
         // (its file events say what changed).
         let after = before.as_ref().and_then(Snapshot::again);
@@ -784,6 +839,7 @@ mod tests {
             },
             resume_session: None,
             env: BTreeMap::new(),
+            sandbox: None,
         }
     }
 

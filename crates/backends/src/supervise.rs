@@ -66,6 +66,10 @@ pub struct Spawn {
     /// stdout and stderr are still read before they are closed unread: a
     /// process that left the group (`setsid`) may hold them open forever.
     pub leak_timeout: Duration,
+    /// Where the process tree may write (Landlock, see
+    /// `wavecrew_sys::sandbox`); `None`, or a kernel without Landlock:
+    /// anywhere the user may.
+    pub writable: Option<Vec<PathBuf>>,
 }
 
 impl Spawn {
@@ -79,6 +83,7 @@ impl Spawn {
             env_remove: Vec::new(),
             stdin: StdinInput::Null,
             leak_timeout: DEFAULT_LEAK_TIMEOUT,
+            writable: None,
         }
     }
 }
@@ -217,7 +222,28 @@ pub async fn supervise_until(
     // from its first instant.
     let mut out_sink = open_sink(stdout_path).await;
     let mut err_sink = open_sink(stderr_path).await;
-    let mut child = match cmd.spawn() {
+    let spawned = match &spawn.writable {
+        Some(writable) => {
+            let handle = tokio::runtime::Handle::current();
+            let confined = {
+                let cmd = &mut cmd;
+                wavecrew_sys::sandbox::spawn_confined(writable, move || {
+                    let _entered = handle.enter();
+                    cmd.spawn()
+                })
+            };
+            match confined {
+                Ok((spawned, _)) => spawned,
+                Err(e) => {
+                    // No Landlock here: the run said so once at its start.
+                    tracing::debug!("running unconfined: {e}");
+                    cmd.spawn()
+                }
+            }
+        }
+        None => cmd.spawn(),
+    };
+    let mut child = match spawned {
         Ok(c) => c,
         Err(e) => {
             result.ended =

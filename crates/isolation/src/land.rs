@@ -135,10 +135,12 @@ impl Integration {
         }
         git(&wt.path).args(["add", "--all", "--", "."]).run()?;
         // The session folder (linked in, see `link_session`) is never work:
-        // unstaged again (an exclude pathspec would fail on an ignored one).
+        // put back as the task's base has it (an exclude pathspec would
+        // fail on an ignored one), also when the agent committed it itself
+        // (`git add -A`): nothing of wavecrew's ever lands.
         if !self.state.exclude.is_empty() {
             git(&wt.path)
-                .args(["reset", "--quiet", "--"])
+                .args(["reset", "--quiet", &wt.base, "--"])
                 .args(self.state.exclude.iter().map(|x| format!(":(literal){x}")))
                 .run()?;
         }

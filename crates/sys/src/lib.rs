@@ -9,7 +9,9 @@
 //!   async runtime;
 //! * [`path`]: project-relative paths checked once ([`path::ProjectPath`]),
 //!   and a task's working folder resolved the same way by every caller;
-//! * [`lock`]: exclusive file locks ([`lock::FileLock`]).
+//! * [`lock`]: exclusive file locks ([`lock::FileLock`]);
+//! * [`sandbox`]: confining where a child process tree may write
+//!   (Landlock).
 //!
 //! Nothing here knows about tasks, sessions or agents.
 //!
@@ -24,3 +26,4 @@ pub mod git;
 pub mod lock;
 pub mod path;
 pub mod process;
+pub mod sandbox;

@@ -141,6 +141,10 @@ pub struct AttemptRequest {
     pub resume_session: Option<String>,
     /// Extra environment for the child.
     pub env: BTreeMap<String, String>,
+    /// Where the agent's process tree may write, when it is confined (the
+    /// backend adds its own folders and the attempt's temporary folder);
+    /// `None`: unconfined.
+    pub sandbox: Option<Vec<PathBuf>>,
 }
 
 /// What one attempt did.

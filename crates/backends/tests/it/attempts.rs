@@ -52,6 +52,7 @@ fn request(cwd: &Path, out: &Path, prompt: &str, limits: Limits) -> AttemptReque
         limits,
         resume_session: None,
         env: std::collections::BTreeMap::new(),
+        sandbox: None,
     }
 }
 
@@ -521,11 +522,13 @@ async fn a_process_that_escaped_with_the_pipes_does_not_hang_the_task() {
     let repo = git_repo();
     let session = tempfile::tempdir().unwrap();
     // The agent starts a sleeper in a session of its own (`setsid`) that
-    // keeps stdout and stderr, waits until it has left the group, and exits.
+    // keeps stdout and stderr, waits until it has left the group, and exits
+    // (unconfined: it writes the sleeper's pid into its attempt folder).
     let script = "setsid sh -c 'echo $$ > \"$0\"; exec sleep 600' \"$1\" & \
                   while [ ! -s \"$1\" ]; do sleep 0.01; done; echo done";
     let text = format!(
-        "[limits]\nleak_timeout_ms = 300\n\n[backends.esc]\nkind = \"command\"\n\
+        "[limits]\nleak_timeout_ms = 300\n\n[isolation]\nsandbox = \"off\"\n\n\
+         [backends.esc]\nkind = \"command\"\n\
          argv = [\"sh\", \"-c\", {}, \"sh\", \"{{attempt_dir}}/escaped.pid\"]\n",
         serde_json::to_string(script).unwrap()
     );
@@ -570,9 +573,12 @@ async fn a_process_that_escaped_with_the_pipes_does_not_hang_the_task() {
 
 /// A session whose backend `sh` runs `script` with `$1` = the attempt
 /// folder and a secret in `MOCK_API_KEY`.
+/// A `sh -c` agent given its attempt folder, which it may spoil: it runs
+/// unconfined (as on a kernel without Landlock), so what is tested is
+/// the runner's own defence.
 fn shell_agent(session: &Path, script: &str, secret: &str) -> Config {
     let text = format!(
-        "[backends.sh]\nkind = \"command\"\n\
+        "[isolation]\nsandbox = \"off\"\n\n[backends.sh]\nkind = \"command\"\n\
          argv = [\"sh\", \"-c\", {}, \"sh\", \"{{attempt_dir}}\"]\n\
          env = {{ MOCK_API_KEY = \"{secret}\" }}\n",
         serde_json::to_string(script).unwrap()

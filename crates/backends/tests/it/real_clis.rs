@@ -136,6 +136,7 @@ async fn attempt(
         },
         resume_session: resume,
         env: BTreeMap::new(),
+        sandbox: None,
     };
     CliBackend::new(backend(cli, w, base_url))
         .run(&request)

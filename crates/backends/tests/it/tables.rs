@@ -21,6 +21,7 @@ fn request(mode: Mode, resume: Option<&str>) -> AttemptRequest {
         limits: Limits::default(),
         resume_session: resume.map(str::to_owned),
         env: std::collections::BTreeMap::new(),
+        sandbox: None,
     }
 }
 

@@ -1,0 +1,156 @@
+//! Where an agent may write when it is confined (`[isolation] sandbox`):
+//! the policy; `wavecrew_sys::sandbox` enforces it.
+//!
+//! An agent may write its working folder (its worktree), its temporary
+//! folder, the session's `artifacts/` (its deliverables) and its bus
+//! `.msg/` (ccw's protocol: agents post `capability_gap`,
+//! `consensus_blocked` and the like with `wavecrew msg log`), the git
+//! metadata its own commits need, its backend's own folders (the CLI's
+//! configuration and transcripts), `/dev` and the caches of
+//! `[isolation] sandbox_writable`. Not the session's task files, attempts
+//! or worker state, not the user's checkout, and not the repository's
+//! configuration, hooks or other branches.
+//!
+//! In a linked worktree, the git metadata it may write is the worktree's
+//! own git folder (its `HEAD`, index and logs), the object store (objects
+//! are named by their content: writing one changes nothing else), and the
+//! folder of its own branch's ref and reflog. In the project folder itself
+//! (`[isolation] mode = "in-place"`) the folder is writable as a whole, the
+//! session's files in it included: only worktrees keep those out of reach.
+
+use std::path::{Path, PathBuf};
+
+use crate::config::{Config, Kind, SandboxMode};
+
+/// What an agent working in `cwd` for the session in `session_dir` may
+/// write, or `None` when agents are not confined (`sandbox = "off"`). The
+/// backend's own folders and the temporary folder are added per attempt
+/// ([`backend_paths`]).
+pub fn writable(config: &Config, cwd: &Path, session_dir: &Path) -> Option<Vec<PathBuf>> {
+    if config.isolation.sandbox == SandboxMode::Off {
+        return None;
+    }
+    let layout = wavecrew_core::SessionLayout::new(session_dir);
+    let shared = [layout.artifacts(), layout.msg()];
+    for dir in &shared {
+        // A rule needs its folder: the shared folders are made first.
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let mut paths = vec![cwd.to_owned()];
+    paths.extend(shared);
+    paths.extend(git_metadata(cwd));
+    let home = home_dir(None);
+    paths.extend(
+        config
+            .isolation
+            .sandbox_writable
+            .iter()
+            .filter_map(|p| expand(p, home.as_deref())),
+    );
+    Some(paths)
+}
+
+/// The folders a backend's CLI writes of its own (configuration, sessions,
+/// transcripts), under `home` (the agent's `HOME`); `codex_home` is a
+/// configured `CODEX_HOME`.
+pub fn backend_paths(kind: Kind, home: Option<&Path>, codex_home: Option<&Path>) -> Vec<PathBuf> {
+    let under = |rels: &[&str]| -> Vec<PathBuf> {
+        home.map(|h| rels.iter().map(|r| h.join(r)).collect())
+            .unwrap_or_default()
+    };
+    match kind {
+        Kind::Claude => under(&[".claude", ".claude.json", ".claude.json.backup"]),
+        Kind::Codex => match codex_home {
+            Some(dir) => vec![dir.to_owned()],
+            None => under(&[".codex"]),
+        },
+        Kind::Gemini | Kind::Qwen => under(&[".gemini", ".qwen"]),
+        Kind::Opencode => under(&[".local/share/opencode", ".config/opencode"]),
+        Kind::Command | Kind::Scripted => Vec::new(),
+    }
+}
+
+/// The agent's home: `HOME` of its environment, or wavecrew's own.
+pub fn home_dir(env_home: Option<&str>) -> Option<PathBuf> {
+    env_home
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(PathBuf::from))
+}
+
+/// `~/x` under `home`; an absolute path as it is; anything else left out.
+fn expand(path: &str, home: Option<&Path>) -> Option<PathBuf> {
+    match path.strip_prefix("~/") {
+        Some(rest) => home.map(|h| h.join(rest)),
+        None if path == "~" => home.map(Path::to_owned),
+        None => Some(PathBuf::from(path)).filter(|p| p.is_absolute()),
+    }
+}
+
+/// The git metadata an agent in the linked worktree `cwd` needs to commit
+/// on its own branch (see the module's notes); none outside a linked
+/// worktree.
+fn git_metadata(cwd: &Path) -> Vec<PathBuf> {
+    let Ok(out) = wavecrew_sys::git::git(cwd)
+        .args([
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-dir",
+            "--git-common-dir",
+            "--symbolic-full-name",
+            "HEAD",
+        ])
+        .text()
+    else {
+        return Vec::new();
+    };
+    let mut lines = out.lines();
+    let (Some(git_dir), Some(common), head) = (lines.next(), lines.next(), lines.next()) else {
+        return Vec::new();
+    };
+    let (git_dir, common) = (PathBuf::from(git_dir), PathBuf::from(common));
+    if git_dir == common {
+        return Vec::new();
+    }
+    let mut paths = vec![git_dir, common.join("objects")];
+    if let Some(folder) = head
+        .filter(|h| h.starts_with("refs/heads/"))
+        .and_then(|h| Path::new(h).parent())
+    {
+        for dir in [common.join(folder), common.join("logs").join(folder)] {
+            // The reflog's folder may not be there yet: a rule needs it.
+            let _ = std::fs::create_dir_all(&dir);
+            paths.push(dir);
+        }
+    }
+    paths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_paths_expand_and_relative_ones_are_left_out() {
+        let home = Path::new("/home/u");
+        assert_eq!(expand("~/.cache", Some(home)), Some(home.join(".cache")));
+        assert_eq!(expand("/opt/cache", Some(home)), Some("/opt/cache".into()));
+        assert_eq!(expand("relative", Some(home)), None);
+        assert_eq!(expand("~/.npm", None), None);
+    }
+
+    #[test]
+    fn off_confines_nothing() {
+        let session = tempfile::tempdir().unwrap();
+        let s = session.path();
+        let mut config = Config::default();
+        config.isolation.sandbox = SandboxMode::Off;
+        assert_eq!(writable(&config, Path::new("/w"), s), None);
+        config.isolation.sandbox = SandboxMode::Auto;
+        let paths = writable(&config, Path::new("/w"), s).unwrap();
+        assert_eq!(
+            paths[..3],
+            [PathBuf::from("/w"), s.join("artifacts"), s.join(".msg")]
+        );
+        assert!(s.join("artifacts").is_dir() && s.join(".msg").is_dir());
+    }
+}

@@ -1,0 +1,157 @@
+//! Confining what a child process tree may write, with Landlock (Linux
+//! 5.13 on): the one place wavecrew builds a sandbox.
+//!
+//! [`spawn_confined`] prepares a Landlock ruleset (every write right the
+//! kernel knows is handled: writing, truncating, creating, removing,
+//! linking and renaming files and folders) with one rule per writable
+//! hierarchy, restricts a fresh thread with it and starts the child from
+//! that thread: the child and everything it starts inherit the
+//! restriction, for good, and wavecrew's own threads stay free (no code
+//! runs between `fork` and `exec`).
+//! Reading and running programs stay allowed everywhere. A kernel without
+//! Landlock runs the child unconfined: [`support`] says so beforehand, so
+//! a caller can tell its user once.
+
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreated, RulesetCreatedAttr, RulesetStatus,
+};
+
+/// The newest Landlock ABI wavecrew knows; older kernels get what they
+/// have of it.
+const ABI_TARGET: ABI = ABI::V5;
+
+/// What the running kernel offers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Support {
+    /// Writes can be confined.
+    Enforced,
+    /// Landlock is missing or disabled: nothing can be confined (why).
+    Unavailable(String),
+}
+
+/// Why a sandbox could not be prepared.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// The kernel refused the ruleset or a rule.
+    #[error("cannot prepare the Landlock sandbox: {0}")]
+    Ruleset(String),
+}
+
+/// Whether this kernel can confine writes (a ruleset is made and dropped).
+pub fn support() -> Support {
+    match ruleset() {
+        Ok(_) => Support::Enforced,
+        Err(e) => Support::Unavailable(e.to_string()),
+    }
+}
+
+fn ruleset() -> Result<RulesetCreated, SandboxError> {
+    let created = Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_write(ABI::V1))
+        .and_then(|r| {
+            r.set_compatibility(CompatLevel::BestEffort)
+                .handle_access(AccessFs::from_write(ABI_TARGET))
+        })
+        .and_then(Ruleset::create)
+        .map_err(|e| SandboxError::Ruleset(e.to_string()))?;
+    Ok(created)
+}
+
+/// The rights a rule on `path` grants: every write right below a folder;
+/// on a file, the rights a file can have (writing, truncating).
+fn rights_for(path: &Path) -> landlock::BitFlags<AccessFs> {
+    let all = AccessFs::from_write(ABI_TARGET);
+    if path.is_dir() {
+        all
+    } else {
+        all & AccessFs::from_file(ABI_TARGET)
+    }
+}
+
+/// Run `start` (which spawns a child) on a thread of its own that is
+/// first confined to writing below `writable` (folders, or single files):
+/// the child and everything it starts inherit the confinement for good,
+/// while this process and its other threads stay free. Paths that do not
+/// exist are left out (nothing can be written there). Returns what `start`
+/// returned and the paths the rules were made for. On a kernel without
+/// Landlock this fails before `start` runs: the caller decides whether to
+/// run unconfined.
+pub fn spawn_confined<T: Send>(
+    writable: &[PathBuf],
+    start: impl FnOnce() -> T + Send,
+) -> Result<(T, Vec<PathBuf>), SandboxError> {
+    let mut created = ruleset()?;
+    let mut granted = Vec::new();
+    for path in writable {
+        let Ok(fd) = PathFd::new(path) else {
+            continue;
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd, rights_for(path)))
+            .map_err(|e| SandboxError::Ruleset(format!("{}: {e}", path.display())))?;
+        granted.push(path.clone());
+    }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                // Landlock restricts the calling thread (and what it forks),
+                // never the process's other threads.
+                let status = created
+                    .restrict_self()
+                    .map_err(|e| SandboxError::Ruleset(e.to_string()))?;
+                if status.ruleset == RulesetStatus::NotEnforced {
+                    return Err(SandboxError::Ruleset("Landlock is not enforced".into()));
+                }
+                Ok(start())
+            })
+            .join()
+            .unwrap_or_else(|_| Err(SandboxError::Ruleset("the spawning thread panicked".into())))
+    })
+    .map(|t| (t, granted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A confined shell writes where it may and nowhere else, and what it
+    /// starts is confined too; reading stays allowed.
+    #[tokio::test]
+    async fn a_confined_process_tree_writes_only_where_it_may() {
+        assert_eq!(support(), Support::Enforced, "this machine has Landlock");
+        let tmp = tempfile::tempdir().unwrap();
+        let allowed = tmp.path().join("allowed");
+        let denied = tmp.path().join("denied");
+        std::fs::create_dir_all(&allowed).unwrap();
+        std::fs::create_dir_all(&denied).unwrap();
+        std::fs::write(denied.join("read-me"), "readable\n").unwrap();
+        let script = "cat denied/read-me > allowed/copy; echo x > denied/new; \
+                      sh -c 'echo y > denied/grandchild'; rm -f denied/read-me; \
+                      echo z > allowed/ok";
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", script]).current_dir(tmp.path());
+        let handle = tokio::runtime::Handle::current();
+        let (child, granted) =
+            spawn_confined(&[allowed.clone(), tmp.path().join("missing")], || {
+                let _entered = handle.enter();
+                cmd.spawn()
+            })
+            .unwrap();
+        assert_eq!(granted, std::slice::from_ref(&allowed));
+        child.unwrap().wait().await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(allowed.join("copy")).unwrap(),
+            "readable\n"
+        );
+        assert_eq!(std::fs::read_to_string(allowed.join("ok")).unwrap(), "z\n");
+        assert!(!denied.join("new").exists());
+        assert!(!denied.join("grandchild").exists());
+        assert!(denied.join("read-me").exists(), "nor can it remove");
+        // The parent is not confined.
+        std::fs::write(denied.join("by-the-parent"), "").unwrap();
+    }
+}

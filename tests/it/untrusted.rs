@@ -1,0 +1,146 @@
+//! The agent is untrusted: in the default mode it cannot write the user's
+//! checkout, the session's task files or the repository's configuration
+//! and hooks (Landlock), and what it commits on its own never carries
+//! wavecrew's session folder onto the integration branch.
+
+use std::path::{Path, PathBuf};
+
+use wavecrew_core::{TaskId, TaskStore};
+use wavecrew_testkit::git::{TempProject, git};
+use wavecrew_testkit::run_bin;
+
+/// IMPL-001's agent tries to write where it must not (the user's
+/// checkout by absolute path, IMPL-002's task file, the repository's
+/// `config` and a hook), printing what the kernel answered, then does its
+/// work and commits it itself with `git add -A`. IMPL-002's agent writes
+/// its own file.
+const AGENT: &str = "import os, pathlib, subprocess, sys\n\
+task = sys.argv[1]\n\
+project, session = sys.argv[2], sys.argv[3]\n\
+common = subprocess.run(['git', 'rev-parse', '--path-format=absolute', '--git-common-dir'], \
+capture_output=True, text=True).stdout.strip()\n\
+if task == 'IMPL-001':\n\
+\x20   for target, text in [\n\
+\x20       (os.path.join(project, 'PWNED.txt'), 'x'),\n\
+\x20       (os.path.join(session, 'tasks', 'IMPL-002.json'), '{\"status\": \"completed\"}'),\n\
+\x20       (os.path.join(common, 'config'), '[core]\\n\\tfsmonitor = touch /tmp/planted\\n'),\n\
+\x20       (os.path.join(common, 'hooks', 'post-merge'), '#!/bin/sh\\ntouch planted\\n'),\n\
+\x20   ]:\n\
+\x20       try:\n\
+\x20           with open(target, 'a') as f:\n\
+\x20               f.write(text)\n\
+\x20           print('WROTE ' + target)\n\
+\x20       except OSError as e:\n\
+\x20           print('DENIED ' + target + ': ' + e.strerror)\n\
+\x20   pathlib.Path(session, 'artifacts').mkdir(exist_ok=True)\n\
+\x20   pathlib.Path(session, 'artifacts', 'notes.md').write_text('deliverable\\n')\n\
+\x20   pathlib.Path('one.txt').write_text('one\\n')\n\
+\x20   subprocess.run(['git', 'add', '-A'], check=True)\n\
+\x20   subprocess.run(['git', '-c', 'user.name=agent', '-c', 'user.email=agent@x', 'commit', '-qm', 'agent commit'], check=True)\n\
+else:\n\
+\x20   pathlib.Path('two.txt').write_text('two\\n')\n\
+print(task + ' done')\n";
+
+fn stdout_of(session: &Path, task: &str) -> String {
+    let mut text = String::new();
+    let dir = session.join("attempts").join(task);
+    for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+        if let Ok(t) = std::fs::read_to_string(entry.path().join("stdout.log")) {
+            text.push_str(&t);
+        }
+    }
+    text
+}
+
+#[test]
+fn a_confined_agent_cannot_reach_the_checkout_the_session_or_git_config() {
+    let tmp = TempProject::new();
+    let root: PathBuf = tmp.path().canonicalize().unwrap().join("app");
+    let session = root.join(".workflow/.team/TC-untrusted");
+    std::fs::create_dir_all(&root).unwrap();
+    let write = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
+    // No `.workflow/` in .gitignore: the agent's `git add -A` sees the
+    // session link in its worktree.
+    write(
+        ".gitignore",
+        "agent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+    );
+    write("README.md", "app\n");
+    write("agent.py", AGENT);
+    write(
+        "wavecrew.toml",
+        &format!(
+            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
+             argv = [\"python3\", {:?}, \"{{task_id}}\", {:?}, {:?}]\nprompt = \"stdin\"\n\
+             stream = \"none\"\n\n[routing]\nmax_retries = 0\nfallback = []\n",
+            root.join("agent.py").display().to_string(),
+            root.display().to_string(),
+            session.display().to_string(),
+        ),
+    );
+    write(
+        "wavecrew.tasks.toml",
+        "goal = \"Two files\"\nsession = \"TC-untrusted\"\n\n\
+         [[tasks]]\nid = \"IMPL-001\"\ntitle = \"One\"\nfiles = [\"one.txt\"]\n\n\
+         [[tasks]]\nid = \"IMPL-002\"\ntitle = \"Two\"\nfiles = [\"two.txt\"]\n\
+         depends_on = [\"IMPL-001\"]\n",
+    );
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "start"]);
+    let config_before = std::fs::read_to_string(root.join(".git/config")).unwrap();
+
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    let said = stdout_of(&session, "IMPL-001");
+    for target in [
+        root.join("PWNED.txt"),
+        session.join("tasks/IMPL-002.json"),
+        root.join(".git/config"),
+        root.join(".git/hooks/post-merge"),
+    ] {
+        assert!(
+            said.contains(&format!("DENIED {}", target.display())),
+            "{}: {said}",
+            target.display()
+        );
+    }
+    assert!(!root.join("PWNED.txt").exists());
+    assert!(!root.join(".git/hooks/post-merge").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).unwrap(),
+        config_before
+    );
+    // Its deliverable and its own commit are there; IMPL-002 really ran.
+    assert_eq!(
+        std::fs::read_to_string(session.join("artifacts/notes.md")).unwrap(),
+        "deliverable\n"
+    );
+    let store = wavecrew_core::FileTaskStore::for_session(&session);
+    for id in ["IMPL-001", "IMPL-002"] {
+        let t = store.get(&TaskId::new(id).unwrap()).unwrap();
+        assert_eq!(t.status.as_str(), "completed", "{id}");
+    }
+    assert!(stdout_of(&session, "IMPL-002").contains("IMPL-002 done"));
+    // Nothing of wavecrew's landed, though the agent committed with
+    // `git add -A`; --apply takes the work.
+    let files = git(
+        &root,
+        &["ls-tree", "-r", "--name-only", "wavecrew/TC-untrusted"],
+    );
+    assert_eq!(
+        files.lines().collect::<Vec<_>>(),
+        [".gitignore", "README.md", "one.txt", "two.txt"],
+        "{files}"
+    );
+    let o = run_bin(
+        "wavecrew",
+        &["run", "wavecrew.tasks.toml", "--apply"],
+        &root,
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert_eq!(
+        std::fs::read_to_string(root.join("two.txt")).unwrap(),
+        "two\n"
+    );
+}
