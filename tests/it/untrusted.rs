@@ -144,3 +144,78 @@ fn a_confined_agent_cannot_reach_the_checkout_the_session_or_git_config() {
         "two\n"
     );
 }
+
+/// Unconfined (`sandbox = "off"`, as on a kernel without Landlock), an
+/// agent plants a hook, sets the fsmonitor and a filter driver in the
+/// repository's configuration: wavecrew's git runs none of them (a marker
+/// file proves it), everything is put back after the attempt, and the
+/// task fails naming what it found.
+#[test]
+fn planted_git_configuration_and_hooks_are_put_back_and_fail_the_task() {
+    let tmp = TempProject::new();
+    let root: PathBuf = tmp.path().canonicalize().unwrap().join("app");
+    let marker = tmp.path().canonicalize().unwrap().join("ran");
+    std::fs::create_dir_all(&root).unwrap();
+    let write = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
+    write(
+        ".gitignore",
+        ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+    );
+    write(".gitattributes", "*.txt filter=planted\n");
+    write(
+        "agent.py",
+        &format!(
+            "import os, pathlib, subprocess\n\
+             common = subprocess.run(['git', 'rev-parse', '--path-format=absolute', \
+             '--git-common-dir'], capture_output=True, text=True).stdout.strip()\n\
+             touch = 'touch {marker}'\n\
+             for key, value in [('core.fsmonitor', touch), ('filter.planted.clean', touch), \
+             ('core.hooksPath', os.path.join(common, 'hooks'))]:\n\
+             \x20   subprocess.run(['git', 'config', key, value], check=True)\n\
+             for hook in ['post-merge', 'reference-transaction', 'post-index-change']:\n\
+             \x20   p = pathlib.Path(common, 'hooks', hook)\n\
+             \x20   p.write_text('#!/bin/sh\\n' + touch + '\\n')\n\
+             \x20   p.chmod(0o755)\n\
+             pathlib.Path('one.txt').write_text('one\\n')\n",
+            marker = marker.display()
+        ),
+    );
+    write(
+        "wavecrew.toml",
+        &format!(
+            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
+             argv = [\"python3\", {:?}]\nprompt = \"stdin\"\nstream = \"none\"\n\n\
+             [routing]\nmax_retries = 0\nfallback = []\n\n[isolation]\nsandbox = \"off\"\n",
+            root.join("agent.py").display().to_string(),
+        ),
+    );
+    write(
+        "wavecrew.tasks.toml",
+        "goal = \"One file\"\nsession = \"TC-planted\"\n\n\
+         [[tasks]]\nid = \"IMPL-001\"\ntitle = \"One\"\nfiles = [\"one.txt\"]\n",
+    );
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "start"]);
+    let config_before = std::fs::read_to_string(root.join(".git/config")).unwrap();
+
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    assert_eq!(o.code, 1, "{}", o.render());
+    let all = format!("{}{}", o.stdout, o.stderr);
+    assert!(all.contains("the agent changed what git runs"), "{all}");
+    for named in [
+        "`.git/config` was changed",
+        "fsmonitor = touch",
+        "`.git/hooks/post-merge` was added",
+    ] {
+        assert!(all.contains(named), "{named}: {all}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join(".git/config")).unwrap(),
+        config_before
+    );
+    assert!(!root.join(".git/hooks/post-merge").exists());
+    // The user's own git after the run runs nothing planted either.
+    git(&root, &["status"]);
+    assert!(!marker.exists(), "planted code ran");
+}

@@ -104,6 +104,7 @@
 mod bundle;
 mod error;
 mod git;
+mod guard;
 mod ids;
 mod inspect;
 mod integration;
@@ -117,6 +118,7 @@ mod worktree;
 
 pub use bundle::Bundled;
 pub use error::{IsolationError, Result};
+pub use guard::RepoGuard;
 pub use inspect::{Inspection, LandedTask};
 pub use integration::{
     Applied, AppliedFiles, BRANCH_PREFIX, Integration, STATE_FILE, TRAILER, WORKTREES_SUFFIX,

@@ -3,6 +3,7 @@
 
 mod apply;
 mod bundles;
+mod guard;
 mod landing;
 mod shadow;
 mod start;

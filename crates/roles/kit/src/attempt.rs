@@ -8,6 +8,10 @@
 //! prompt still fail to render, the attempt gets the last prompt that did
 //! render and the task fails with the template's error once the attempts
 //! end — never an empty prompt, never the error as the prompt.
+//!
+//! The repository's git configuration and hooks are recorded before the
+//! attempts and checked after them ([`wavecrew_isolation::RepoGuard`]):
+//! what an agent changed there is put back, and the task fails naming it.
 
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
@@ -135,6 +139,10 @@ impl RoleContext {
                 }
             }
         };
+        // The repository's configuration and hooks, as they were before
+        // the agent (it may not change how git runs).
+        let guard = wavecrew_isolation::RepoGuard::take(spec.cwd)
+            .map_err(|e| PhaseError(format!("reading the repository's git configuration: {e}")))?;
         let run = run_task(&TaskAttempts {
             config: &self.config,
             backend: spec.backend,
@@ -146,6 +154,24 @@ impl RoleContext {
             on_event: spec.on_event,
         })
         .await;
+        if let Some(guard) = guard {
+            let found = guard.restore().map_err(|e| {
+                PhaseError(format!(
+                    "{}: the agent changed the repository's git configuration or hooks, and \
+                     they could not be put back: {e}",
+                    spec.id.as_str()
+                ))
+            })?;
+            if !found.is_empty() {
+                return Err(PhaseError(format!(
+                    "{}: the agent changed what git runs ({}); wavecrew put it back. Git \
+                     takes commands from these files (hooks, the fsmonitor, filter and diff \
+                     drivers), so an attempt that changes them fails",
+                    spec.id.as_str(),
+                    found.join("; ")
+                )));
+            }
+        }
         match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
             Some(e) => Err(e),
             None => Ok(run),
