@@ -44,6 +44,7 @@ async fn attempt(
         wall: Duration::from_millis(wall_ms),
         stall: Duration::from_secs(30),
         grace: Duration::from_millis(200),
+        ..Limits::default()
     };
     let stream_format = match format {
         "codex" => StreamFormat::Codex,

@@ -286,6 +286,10 @@ pub struct LimitsConfig {
     /// environment problem: a cold build, a loaded machine), never a
     /// failure of the agent.
     pub syntax_check_secs: u64,
+    /// The most of an attempt's stdout, and of its stderr, kept on disk, in
+    /// bytes: past it the first and the last halves are kept, with the
+    /// count of bytes dropped between (reading goes on at full speed).
+    pub max_output_bytes: u64,
 }
 
 /// The default limit of a syntax check: 30 s, as in the seeds.
@@ -309,6 +313,7 @@ impl Default for LimitsConfig {
             roles: BTreeMap::new(),
             prompt_max_chars: DEFAULT_PROMPT_MAX_CHARS,
             syntax_check_secs: DEFAULT_SYNTAX_CHECK_SECS,
+            max_output_bytes: d.max_output_bytes,
         }
     }
 }
@@ -743,6 +748,12 @@ impl Config {
                 "expected at least 1".into(),
             ));
         }
+        if self.limits.max_output_bytes < 4096 {
+            return Err(invalid(
+                "limits.max_output_bytes".into(),
+                format!("at least 4096, got {}", self.limits.max_output_bytes),
+            ));
+        }
         if self.limits.prompt_max_chars < 1000 {
             return Err(invalid(
                 "limits.prompt_max_chars".into(),
@@ -972,6 +983,7 @@ impl Config {
                     .unwrap_or(self.limits.stall_timeout_secs),
             ),
             grace: Duration::from_secs(self.limits.grace_secs),
+            max_output_bytes: self.limits.max_output_bytes,
         }
     }
 

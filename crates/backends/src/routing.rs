@@ -230,6 +230,7 @@ pub async fn probe(backend: &ResolvedBackend, cwd: &std::path::Path) -> Probe {
                 wall: Duration::from_secs(20),
                 stall: Duration::from_secs(20),
                 grace: Duration::from_secs(1),
+                ..Limits::default()
             };
             let ran = supervise(&spawn, &limits, None, None, |_| {}).await;
             match ran.ended {

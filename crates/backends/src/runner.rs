@@ -836,6 +836,7 @@ mod tests {
                 wall: Duration::from_secs(60),
                 stall: Duration::from_secs(60),
                 grace: Duration::from_millis(200),
+                ..Limits::default()
             },
             resume_session: None,
             env: BTreeMap::new(),

@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 use tokio::time::Instant;
 use wavecrew_core::Limits;
@@ -159,12 +159,74 @@ impl PipeLeak {
 pub use wavecrew_sys::process::Pgid;
 use wavecrew_sys::process::{Tail, new_group, terminate};
 
-async fn open_sink(path: Option<&Path>) -> Option<tokio::fs::File> {
+async fn open_sink(path: Option<&Path>, cap: u64) -> Option<Sink> {
     let path = path?;
     if let Some(dir) = path.parent() {
         tokio::fs::create_dir_all(dir).await.ok()?;
     }
-    tokio::fs::File::create(path).await.ok()
+    let file = tokio::fs::File::create(path).await.ok()?;
+    let head = cap / 2;
+    Some(Sink {
+        file,
+        head,
+        tail_cap: usize::try_from(cap - head).unwrap_or(usize::MAX),
+        written: 0,
+        total: 0,
+        tail: std::collections::VecDeque::new(),
+        cap,
+    })
+}
+
+/// A stream's log file with a cap: the first half of the cap is written
+/// as it comes, the last half is kept in memory and written at the end
+/// after a line with the count of bytes dropped between.
+struct Sink {
+    file: tokio::fs::File,
+    head: u64,
+    tail_cap: usize,
+    written: u64,
+    total: u64,
+    tail: std::collections::VecDeque<u8>,
+    cap: u64,
+}
+
+impl Sink {
+    async fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        self.total += bytes.len() as u64;
+        let room = usize::try_from(self.head - self.written).unwrap_or(usize::MAX);
+        let (now, later) = bytes.split_at(room.min(bytes.len()));
+        if !now.is_empty() {
+            self.file.write_all(now).await?;
+            self.written += now.len() as u64;
+        }
+        if !later.is_empty() {
+            self.tail.extend(later);
+            let over = self.tail.len().saturating_sub(self.tail_cap);
+            self.tail.drain(..over);
+        }
+        Ok(())
+    }
+
+    async fn finish(mut self) {
+        if !self.tail.is_empty() {
+            let kept = self.written + self.tail.len() as u64;
+            let dropped = self.total - kept;
+            if dropped > 0 {
+                let note = format!(
+                    "\n[wavecrew: {dropped} bytes dropped here: the output passed [limits] \
+                     max_output_bytes = {}; its first {} and last {} bytes are kept]\n",
+                    self.cap,
+                    self.written,
+                    self.tail.len()
+                );
+                let _ = self.file.write_all(note.as_bytes()).await;
+            }
+            let (a, b) = self.tail.as_slices();
+            let _ = self.file.write_all(a).await;
+            let _ = self.file.write_all(b).await;
+        }
+        let _ = self.file.flush().await;
+    }
 }
 
 /// Run `spawn` under `limits`, copying stdout to `stdout_path` and stderr to
@@ -220,8 +282,8 @@ pub async fn supervise_until(
     cmd.envs(&spawn.env);
     // Opened before the child starts, so the files are there (and ours)
     // from its first instant.
-    let mut out_sink = open_sink(stdout_path).await;
-    let mut err_sink = open_sink(stderr_path).await;
+    let mut out_sink = open_sink(stdout_path, limits.max_output_bytes).await;
+    let mut err_sink = open_sink(stderr_path, limits.max_output_bytes).await;
     let spawned = match &spawn.writable {
         Some(writable) => {
             let handle = tokio::runtime::Handle::current();
@@ -352,8 +414,8 @@ pub async fn supervise_until(
             }
         }
     }
-    for sink in [&mut out_sink, &mut err_sink].into_iter().flatten() {
-        let _ = sink.flush().await;
+    for sink in [out_sink, err_sink].into_iter().flatten() {
+        sink.finish().await;
     }
     result.duration = started.elapsed();
     result.stdout_tail = out_tail.text();
@@ -387,21 +449,31 @@ async fn sleep_until_some(deadline: Option<Instant>) {
     }
 }
 
-/// Read one line (or what is left) into `buf`; 0 at end of stream. A
-/// missing stream never resolves.
+/// The longest piece of a line read at once.
+const MAX_LINE_BYTES: u64 = 1 << 20;
+
+/// Read one line (or what is left, or the first [`MAX_LINE_BYTES`] of a
+/// longer one) into `buf`; 0 at end of stream. A missing stream never
+/// resolves.
 async fn read_line<R: AsyncRead + Unpin>(
     reader: &mut Option<BufReader<R>>,
     buf: &mut Vec<u8>,
 ) -> usize {
     match reader {
-        Some(r) => r.read_until(b'\n', buf).await.unwrap_or(0),
+        // A line longer than this comes in pieces: memory stays bounded
+        // whatever the agent prints.
+        Some(r) => (&mut *r)
+            .take(MAX_LINE_BYTES)
+            .read_until(b'\n', buf)
+            .await
+            .unwrap_or(0),
         None => std::future::pending().await,
     }
 }
 
-async fn write_sink(sink: &mut Option<tokio::fs::File>, bytes: &[u8]) {
+async fn write_sink(sink: &mut Option<Sink>, bytes: &[u8]) {
     if let Some(f) = sink
-        && f.write_all(bytes).await.is_err()
+        && f.write(bytes).await.is_err()
     {
         *sink = None;
     }

@@ -110,7 +110,13 @@ pub struct Limits {
     pub stall: Duration,
     /// Between SIGTERM and SIGKILL.
     pub grace: Duration,
+    /// The most of each output stream kept on disk: past it, the first and
+    /// the last halves are kept with the count of bytes dropped between.
+    pub max_output_bytes: u64,
 }
+
+/// The default of [`Limits::max_output_bytes`]: 32 MiB per stream.
+pub const DEFAULT_MAX_OUTPUT_BYTES: u64 = 32 << 20;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -118,6 +124,7 @@ impl Default for Limits {
             wall: Duration::from_secs(30 * 60),
             stall: Duration::from_secs(5 * 60),
             grace: Duration::from_secs(5),
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
         }
     }
 }

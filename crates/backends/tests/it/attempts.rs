@@ -61,6 +61,7 @@ fn limits(wall_ms: u64, stall_ms: u64) -> Limits {
         wall: std::time::Duration::from_millis(wall_ms),
         stall: std::time::Duration::from_millis(stall_ms),
         grace: std::time::Duration::from_millis(200),
+        ..Limits::default()
     }
 }
 

@@ -133,6 +133,7 @@ async fn attempt(
             wall: Duration::from_secs(wall_secs),
             stall: Duration::from_secs(stall_secs),
             grace: Duration::from_secs(2),
+            ..Limits::default()
         },
         resume_session: resume,
         env: BTreeMap::new(),

@@ -34,6 +34,7 @@ fn limits(wall_ms: u64, stall_ms: u64) -> Limits {
         wall: Duration::from_millis(wall_ms),
         stall: Duration::from_millis(stall_ms),
         grace: Duration::from_millis(300),
+        ..Limits::default()
     }
 }
 
@@ -357,4 +358,47 @@ async fn a_missing_program_is_unavailable() {
     let spawn = Spawn::new("/nonexistent/agent-cli", &[], std::env::temp_dir());
     let out = supervise(&spawn, &limits(1000, 1000), None, None, |_| {}).await;
     assert!(matches!(out.ended, Ended::SpawnFailed(ref m) if m.contains("/nonexistent/agent-cli")));
+}
+
+/// A flood of output keeps the first and the last half of
+/// `max_output_bytes` on disk, with the count of bytes dropped between;
+/// a line far longer than the cap (no newline at all) is bounded too.
+#[tokio::test]
+async fn a_flood_of_output_keeps_its_head_and_tail_with_the_count_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stdout.log");
+    let err = dir.path().join("stderr.log");
+    let spawn = Spawn::new(
+        "sh",
+        &[
+            "-c",
+            "seq 1 300000; head -c 3000000 /dev/zero | tr '\\0' a >&2",
+        ],
+        dir.path(),
+    );
+    let mut limits = limits(60_000, 60_000);
+    limits.max_output_bytes = 64 << 10;
+    let mut lines = 0;
+    let ran = supervise(&spawn, &limits, Some(&out), Some(&err), |_| lines += 1).await;
+    assert!(
+        matches!(ran.ended, Ended::Exited { code: Some(0), .. }),
+        "{:?}",
+        ran.ended
+    );
+    assert_eq!(lines, 300_000, "every line is still read");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.starts_with("1\n2\n3\n"), "{}", &text[..20]);
+    assert!(text.ends_with("299999\n300000\n"));
+    let total: usize = (1..=300_000).map(|n: u32| n.to_string().len() + 1).sum();
+    let dropped = total - (32 << 10) - (32 << 10);
+    assert!(
+        text.contains(&format!(
+            "[wavecrew: {dropped} bytes dropped here: the output passed [limits] max_output_bytes = 65536; its first 32768 and last 32768 bytes are kept]"
+        )),
+        "{}",
+        &text[(32 << 10) - 10..(32 << 10) + 200]
+    );
+    assert!(text.len() < (64 << 10) + 300);
+    let err_len = std::fs::metadata(&err).unwrap().len();
+    assert!(err_len < (64 << 10) + 300, "{err_len}");
 }
