@@ -251,7 +251,7 @@ def case_cpu(seeds, keep, mode):
 def git_floor(n, slots, tmp):
     """The same git steps done by hand, `slots` at a time: for each task a
     worktree added on a branch of its own beside the repository, then
-    removed (what a no-op task costs git)."""
+    removed (what a no-op task costs git), each under a lock as git needs."""
     repo = os.path.join(tmp, "floor")
     os.makedirs(repo)
     with open(os.path.join(repo, "README.md"), "w") as f:
@@ -262,9 +262,11 @@ def git_floor(n, slots, tmp):
         ["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "start"],
         cwd=repo, check=True,
     )
+    # git's worktree bookkeeping is not safe to change from two processes
+    # at once (wavecrew holds a lock too): each add and remove under one.
     script = (
-        'wt="$1.wt/$2"; git -C "$1" worktree add -q -b "t/$2" "$wt" main '
-        '&& git -C "$1" worktree remove --force "$wt"'
+        'wt="$1.wt/$2"; flock "$1.lock" git -C "$1" worktree add -q -b "t/$2" "$wt" main '
+        '&& flock "$1.lock" git -C "$1" worktree remove --force "$wt"'
     )
     t0 = time.perf_counter()
     subprocess.run(

@@ -3,8 +3,9 @@
 //! attempt takes it over instead of checking out a fresh one. It holds at
 //! most as many worktrees as tasks ran at once (one per slot).
 //!
-//! Taking one over moves it to the attempt's path (`git worktree move`),
-//! checks out the attempt's branch with `--force` (git rewrites only the
+//! Taking one over moves it to the attempt's path (`git worktree move`,
+//! under the worktree lock), then, outside the lock, checks out the
+//! attempt's branch with `--force` (git rewrites only the
 //! files that differ, so unchanged files keep their times and a build
 //! stays incremental), and removes untracked files with `git clean -fd`
 //! (not `-x`: what git ignores, the build output, stays). Tracked files are
@@ -32,6 +33,12 @@ pub const POOL_DIR: &str = ".pool";
 /// back.
 const POOL_MAX: usize = 16;
 
+/// A pooled worktree claimed for an attempt: the lockfiles it was
+/// installed with.
+pub(crate) struct Claim {
+    locks: std::collections::BTreeMap<&'static str, Vec<u8>>,
+}
+
 /// Dependency folders that are stale when their lockfile changes, with the
 /// lockfiles that key them.
 const KEYED: &[(&str, &[&str])] = &[(
@@ -53,7 +60,13 @@ impl Integration {
         if wt.is_detached() {
             return self.remove_worktree(wt);
         }
-        let pooled = {
+        // Detached first (its own HEAD only), then moved under the lock.
+        let detached = self.owns_path(&wt.path)
+            && crate::git::git(&wt.path)
+                .args(["switch", "--detach", "--quiet"])
+                .run()
+                .is_ok();
+        let pooled = detached && {
             let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
             let pool = self.worktrees_dir().join(POOL_DIR);
             let free = (1..=POOL_MAX)
@@ -63,19 +76,13 @@ impl Integration {
                 Some(slot) if self.owns_path(&wt.path) => {
                     fs::create_dir_all(&pool)
                         .map_err(|e| crate::error::IsolationError::io("creating", &pool, e))?;
-                    let detached = crate::git::git(&wt.path)
-                        .args(["switch", "--detach", "--quiet"])
+                    self.repo
+                        .git()
+                        .args(["worktree", "move"])
+                        .arg(&wt.path)
+                        .arg(&slot)
                         .run()
-                        .is_ok();
-                    detached
-                        && self
-                            .repo
-                            .git()
-                            .args(["worktree", "move"])
-                            .arg(&wt.path)
-                            .arg(&slot)
-                            .run()
-                            .is_ok()
+                        .is_ok()
                 }
                 _ => false,
             };
@@ -114,12 +121,12 @@ impl Integration {
         Ok(count)
     }
 
-    /// Take a pooled worktree over for the new attempt at `path` on
-    /// `branch` (see the module's notes). Returns what it says about the
-    /// build state it brings, or `None` when the pool has none (or the one
-    /// it had could not be taken over: it is removed, and the caller checks
-    /// out a fresh worktree). Call under the worktree lock.
-    pub(crate) fn take_pooled(&self, path: &Path, branch: &str) -> Result<Option<Vec<String>>> {
+    /// Claim a pooled worktree for the new attempt at `path`: moved there
+    /// (`git worktree move`), still on its old detached commit; `None` when
+    /// the pool has none (or the one it had could not be moved: it is
+    /// removed). Call under the worktree lock; [`Self::reset_pooled`]
+    /// finishes the job outside it.
+    pub(crate) fn claim_pooled(&self, path: &Path) -> Result<Option<Claim>> {
         let pool = canon(&self.worktrees_dir().join(POOL_DIR));
         if !pool.is_dir() {
             return Ok(None);
@@ -138,28 +145,34 @@ impl Integration {
             fs::create_dir_all(parent)
                 .map_err(|e| crate::error::IsolationError::io("creating", parent, e))?;
         }
-        let locks_before = lockfiles(&from);
-        let taken = self
+        let locks = lockfiles(&from);
+        let moved = self
             .repo
             .git()
             .args(["worktree", "move"])
             .arg(&from)
             .arg(path)
             .run()
-            .is_ok()
-            && crate::git::git(path)
-                .args(["checkout", "--force", "--quiet", branch, "--"])
-                .run()
-                .is_ok()
-            && crate::git::git(path).args(["clean", "-fdq"]).run().is_ok();
-        if !taken {
-            // Whatever state it is in, it goes; the caller makes a new one.
+            .is_ok();
+        if !moved {
             let listed = list_worktrees(&self.repo)?;
             for p in [from.as_path(), path] {
                 self.remove_path(p, &listed)?;
             }
             return Ok(None);
         }
+        Ok(Some(Claim { locks }))
+    }
+
+    /// Reset a claimed worktree at `path` to `branch` (see the module's
+    /// notes), without the worktree lock: only this attempt's folder and
+    /// index change. Returns what it says about the build state it
+    /// brings; an error leaves it for the caller to remove.
+    pub(crate) fn reset_pooled(path: &Path, branch: &str, claim: &Claim) -> Result<Vec<String>> {
+        crate::git::git(path)
+            .args(["checkout", "--force", "--quiet", branch, "--"])
+            .run()?;
+        crate::git::git(path).args(["clean", "-fdq"]).run()?;
         let mut said = vec![
             "warm: an earlier task's worktree, reset to this task's base by git \
                              (tracked files exact, untracked files removed, ignored build \
@@ -170,7 +183,7 @@ impl Integration {
         for (folder, keys) in KEYED {
             let stale = keys
                 .iter()
-                .find(|k| locks_before.get(**k) != locks_after.get(**k));
+                .find(|k| claim.locks.get(**k) != locks_after.get(**k));
             if let Some(lock) = stale
                 && fs::symlink_metadata(path.join(folder)).is_ok()
             {
@@ -181,7 +194,7 @@ impl Integration {
                 ));
             }
         }
-        Ok(Some(said))
+        Ok(said)
     }
 
     /// Whether `path` is strictly inside [`Integration::worktrees_dir`].

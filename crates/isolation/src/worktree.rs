@@ -227,7 +227,7 @@ impl Integration {
         let branch = self.task_branch(task, attempt);
         let reference = format!("refs/heads/{branch}");
         let path = self.worktrees_dir().join(task).join(attempt.to_string());
-        let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
+        let guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
 
         let record_file = self
             .state_dir
@@ -270,6 +270,7 @@ impl Integration {
         let target = canon(&path);
         let here = listed.iter().find(|l| canon(&l.path) == target);
         let mut build_state = Vec::new();
+        let mut claimed = None;
         match here {
             Some(l) if !l.prunable => {
                 if l.branch.as_deref() != Some(reference.as_str()) {
@@ -290,10 +291,22 @@ impl Integration {
                 if stale {
                     self.repo.git().args(["worktree", "prune"]).run()?;
                 }
-                match self.take_pooled(&path, &branch)? {
-                    Some(said) => build_state = said,
-                    None => self.add_worktree(&path, &[&branch])?,
+                claimed = self.claim_pooled(&path)?;
+                if claimed.is_none() {
+                    self.add_worktree(&path, &[&branch])?;
                 }
+            }
+        }
+        drop(guard);
+        if let Some(claim) = claimed {
+            if let Ok(said) = Integration::reset_pooled(&path, &branch, &claim) {
+                build_state = said;
+            } else {
+                // Whatever state it is in, it goes; a fresh one is made.
+                let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
+                let listed = list_worktrees(&self.repo)?;
+                self.remove_path(&path, &listed)?;
+                self.add_worktree(&path, &[&branch])?;
             }
         }
         for rel in copy.iter().chain(&self.worktree_includes()?) {
