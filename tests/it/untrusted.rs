@@ -219,3 +219,83 @@ fn planted_git_configuration_and_hooks_are_put_back_and_fail_the_task() {
     git(&root, &["status"]);
     assert!(!marker.exists(), "planted code ran");
 }
+
+/// Evidence an agent cannot game by doing less: a task that declares
+/// `files` and changes none of them fails (one that says
+/// `may_change_nothing` passes), edits outside the declared files are
+/// listed in the result, and a link out of the repository never lands.
+#[test]
+fn the_lane_of_a_task_no_change_undeclared_edits_and_links_out() {
+    let tmp = TempProject::new();
+    let root: PathBuf = tmp.path().canonicalize().unwrap().join("app");
+    std::fs::create_dir_all(&root).unwrap();
+    let write = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
+    write(
+        ".gitignore",
+        ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+    );
+    write("README.md", "app\n");
+    write(
+        "agent.py",
+        "import os, pathlib, sys\n\
+         task = sys.argv[1]\n\
+         if task == 'IMPL-002':\n\
+         \x20   pathlib.Path('b.txt').write_text('b\\n')\n\
+         \x20   pathlib.Path('extra.txt').write_text('not declared\\n')\n\
+         elif task == 'IMPL-003':\n\
+         \x20   os.symlink('/etc/passwd', 'link.txt')\n\
+         print(task + ' done')\n",
+    );
+    write(
+        "wavecrew.toml",
+        &format!(
+            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
+             argv = [\"python3\", {:?}, \"{{task_id}}\"]\nprompt = \"stdin\"\nstream = \"none\"\n\n\
+             [routing]\nmax_retries = 0\nfallback = []\n",
+            root.join("agent.py").display().to_string(),
+        ),
+    );
+    write(
+        "wavecrew.tasks.toml",
+        "goal = \"Lanes\"\nsession = \"TC-lane\"\n\n\
+         [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Does nothing\"\nfiles = [\"a.txt\"]\n\n\
+         [[tasks]]\nid = \"IMPL-002\"\ntitle = \"Writes b\"\nfiles = [\"b.txt\"]\n\n\
+         [[tasks]]\nid = \"IMPL-003\"\ntitle = \"Links\"\nfiles = [\"link.txt\"]\n\n\
+         [[tasks]]\nid = \"IMPL-004\"\ntitle = \"Checks, may find nothing\"\n\
+         files = [\"a.txt\"]\nmay_change_nothing = true\n",
+    );
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "start"]);
+
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    assert_eq!(o.code, 1, "{}", o.render());
+    let session = root.join(".workflow/.team/TC-lane");
+    let store = wavecrew_core::FileTaskStore::for_session(&session);
+    let task = |id: &str| store.get(&TaskId::new(id).unwrap()).unwrap();
+    let error = |id: &str| {
+        task(id).result.unwrap()["error"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert_eq!(task("IMPL-001").status.as_str(), "failed");
+    assert!(
+        error("IMPL-001").starts_with("no change to the declared files (a.txt)"),
+        "{}",
+        error("IMPL-001")
+    );
+    assert_eq!(task("IMPL-002").status.as_str(), "completed");
+    assert_eq!(
+        task("IMPL-002").result.unwrap()["undeclared_files"],
+        serde_json::json!(["extra.txt"])
+    );
+    assert_eq!(task("IMPL-003").status.as_str(), "failed");
+    assert_eq!(
+        error("IMPL-003"),
+        "links out of the repository are refused: link.txt -> /etc/passwd"
+    );
+    assert_eq!(task("IMPL-004").status.as_str(), "completed");
+    let landed = git(&root, &["ls-tree", "-r", "--name-only", "wavecrew/TC-lane"]);
+    assert!(!landed.contains("link.txt"), "{landed}");
+}

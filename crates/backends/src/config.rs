@@ -406,6 +406,21 @@ pub struct IsolationConfig {
     /// builds fill. Default: `~/.cache`, `~/.cargo`, `~/.rustup`, `~/.npm`,
     /// `~/.local/share/pnpm`, `~/.yarn`, `~/go`.
     pub sandbox_writable: Vec<String>,
+    /// Changes outside a task's declared `files`: `warn` (default: listed
+    /// in its result and on the bus) or `fail` (the task fails, naming
+    /// them).
+    pub undeclared: UndeclaredMode,
+}
+
+/// `[isolation] undeclared`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum UndeclaredMode {
+    /// Listed in the result and on the bus.
+    #[default]
+    Warn,
+    /// The task fails.
+    Fail,
 }
 
 /// `[isolation] sandbox`.
@@ -441,6 +456,7 @@ impl Default for IsolationConfig {
             ]
             .map(str::to_owned)
             .to_vec(),
+            undeclared: UndeclaredMode::default(),
         }
     }
 }

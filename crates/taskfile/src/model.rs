@@ -98,6 +98,11 @@ pub struct TaskDef {
     /// run at the same time).
     #[serde(default)]
     pub files: Vec<String>,
+    /// The task may end changing none of its `files` (a check that finds
+    /// nothing to fix). Default: a task that declares `files` and changes
+    /// none of them fails ("no change to the declared files").
+    #[serde(default)]
+    pub may_change_nothing: bool,
     /// What must hold when the task is done: a sentence, or a table with a
     /// `verify` command that proves it.
     #[serde(default)]

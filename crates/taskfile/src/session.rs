@@ -76,6 +76,10 @@ pub(crate) fn task_record(
                 .collect::<Vec<_>>(),
         ),
     );
+    if def.may_change_nothing {
+        task.metadata
+            .insert("may_change_nothing".into(), Value::Bool(true));
+    }
     if let Some(b) = def.backend.as_deref().or(default_backend) {
         task.metadata.insert("executor".into(), Value::from(b));
     }

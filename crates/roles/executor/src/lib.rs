@@ -450,6 +450,11 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
             Ok(None) => run.map(TaskRun::files_changed).unwrap_or_default(),
             Err(e) => return Ok(self.failure_report(task, &e)),
         };
+        // What the changed files say against the declared ones.
+        let lane = wavecrew_role_kit::lane::Lane::check(task, &work.cwd, &files);
+        let lane_failure = lane.failure(
+            self.ctx.config.isolation.undeclared == wavecrew_backends::config::UndeclaredMode::Fail,
+        );
         let syntax = check_syntax(&work.cwd, &self.ctx.syntax_options(files.clone())).await;
         // A check that ran out of time says nothing of the code: it is an
         // environment problem, reported, and never the agent's failure.
@@ -519,7 +524,7 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
             "code_review_decision": work.review.1,
             "plan_path": work.plan_path,
         });
-        let failed = syntax_word == "fail" || acceptance_word == "fail";
+        let failed = syntax_word == "fail" || acceptance_word == "fail" || lane_failure.is_some();
         let used_backend = backend_used(run, &work.decision.backend);
         // The merge queue: only validated work lands; a dependency counts
         // as done once its work is on the integration branch.
@@ -563,7 +568,9 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         };
         work.workspace.finish(landed.is_some());
         let report = if failed {
-            let error = if syntax_word == "fail" {
+            let error = if let Some(why) = &lane_failure {
+                why.as_str()
+            } else if syntax_word == "fail" {
                 "syntax check failed"
             } else {
                 "an acceptance criterion failed"
@@ -610,6 +617,11 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
             report
         } else {
             report.field("environment_problems", &inconclusive)
+        };
+        let report = if lane.undeclared.is_empty() {
+            report
+        } else {
+            report.field("undeclared_files", &lane.undeclared)
         };
         let build_state = work.workspace.build_state();
         let report = if build_state.is_empty() {

@@ -40,6 +40,7 @@
 pub mod attempt;
 pub mod context;
 pub mod landing;
+pub mod lane;
 pub mod plan_text;
 pub mod prompt;
 pub mod report;
