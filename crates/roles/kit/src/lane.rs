@@ -98,15 +98,16 @@ fn leaves(at: &Path, target: &Path) -> bool {
     if target.is_absolute() {
         return true;
     }
-    let mut depth: i64 = at.components().count() as i64 - 1;
+    // How deep below the root the link's folder is, then each step.
+    let mut depth = at.components().count().saturating_sub(1);
     for c in target.components() {
         match c {
-            Component::ParentDir => depth -= 1,
+            Component::ParentDir => match depth.checked_sub(1) {
+                Some(d) => depth = d,
+                None => return true,
+            },
             Component::Normal(_) => depth += 1,
             _ => {}
-        }
-        if depth < 0 {
-            return true;
         }
     }
     false
