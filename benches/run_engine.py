@@ -13,9 +13,10 @@ times `wavecrew run` as a whole process:
             500, 1000, 2000 and 5000 no-op tasks
   isolation 300 no-op tasks, 4 slots, in place, in the default mode in a git
             repository and in a folder without git (the shadow repository),
-            beside git's own floor for the same steps (worktree add and
-            remove by hand, 4 at a time): the isolation cost per task
-            against that floor (target: at most 1.5x)
+            beside git's own floor for the same steps by hand, 4 at a time
+            (worktree add and remove; and issue 27's floor: add, an empty
+            commit, remove, then every branch merged): the isolation cost
+            per task against them (target: at most 1.5x)
 
 makespan runs in the default mode in a git repository (`--mode git`), or
 with `--mode shadow` / `--mode in-place`; noop and cpu measure the engine
@@ -248,25 +249,31 @@ def case_cpu(seeds, keep, mode):
         print(f"| {n} | {wall:.2f} | {own:.2f} | {own / n * 1000:.2f} | {wall / n * 1000:.1f} |")
 
 
-def git_floor(n, slots, tmp):
+def git_floor(n, slots, tmp, full):
     """The same git steps done by hand, `slots` at a time: for each task a
     worktree added on a branch of its own beside the repository, then
-    removed (what a no-op task costs git), each under a lock as git needs."""
-    repo = os.path.join(tmp, "floor")
+    removed (what a no-op task costs git), each under a lock as git needs.
+    With `full`, the floor as issue 27 measured it: an (empty) commit in
+    each worktree too, then every branch merged, one after the other."""
+    repo = os.path.join(tmp, "floor-full" if full else "floor")
     os.makedirs(repo)
+    git = ["git", "-c", "user.name=b", "-c", "user.email=b@b"]
     with open(os.path.join(repo, "README.md"), "w") as f:
         f.write("bench\n")
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
-    subprocess.run(
-        ["git", "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-qm", "start"],
-        cwd=repo, check=True,
+    subprocess.run(git + ["commit", "-qm", "start"], cwd=repo, check=True)
+    commit = (
+        '&& git -C "$wt" -c user.name=b -c user.email=b@b commit -q --allow-empty -m "$2" '
+        if full
+        else ""
     )
     # git's worktree bookkeeping is not safe to change from two processes
     # at once (wavecrew holds a lock too): each add and remove under one.
     script = (
         'wt="$1.wt/$2"; flock "$1.lock" git -C "$1" worktree add -q -b "t/$2" "$wt" main '
-        '&& flock "$1.lock" git -C "$1" worktree remove --force "$wt"'
+        + commit
+        + '&& flock "$1.lock" git -C "$1" worktree remove --force "$wt"'
     )
     t0 = time.perf_counter()
     subprocess.run(
@@ -274,6 +281,11 @@ def git_floor(n, slots, tmp):
         input=("\n".join(tid(i) for i in range(n)) + "\n").encode(),
         check=True,
     )
+    if full:
+        for i in range(n):
+            subprocess.run(
+                git + ["merge", "-q", "--no-ff", "-m", tid(i), f"t/{tid(i)}"], cwd=repo, check=True
+            )
     return time.perf_counter() - t0
 
 
@@ -282,8 +294,12 @@ def case_isolation(seeds, keep, mode):
     beside git's own floor for the same steps, side by side in one run."""
     n, slots = 300, 4
     print(f"## isolation: {n} independent no-op tasks, {slots} slots")
-    print("| seed | in place s | git repo s | no git (shadow) s | git floor s | cost/task git ms | cost/task shadow ms | floor/task ms | git cost / floor | shadow cost / floor |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        "floor: worktree add + remove by hand; full floor: add, commit, remove, then the merges "
+        "(issue 27's)"
+    )
+    print("| seed | in place s | git repo s | no git (shadow) s | floor s | full floor s | cost/task git ms | cost/task shadow ms | git cost / floor | git cost / full floor | shadow cost / full floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     true = shutil.which("true")
     for seed in range(seeds):
         walls = {}
@@ -294,14 +310,14 @@ def case_isolation(seeds, keep, mode):
                 session = write_project(root, {i: [] for i in range(n)}, [true], m)
                 walls[m], _ = run_wavecrew(root, session, slots)
         with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as tmp:
-            floor = git_floor(n, slots, tmp)
+            floor = git_floor(n, slots, tmp, False)
+            full = git_floor(n, slots, tmp, True)
         cost_git = (walls["git"] - walls["in-place"]) / n
         cost_shadow = (walls["shadow"] - walls["in-place"]) / n
-        per = floor / n
         print(
-            f"| {seed} | {walls['in-place']:.2f} | {walls['git']:.2f} | {walls['shadow']:.2f} | {floor:.2f} "
-            f"| {cost_git * 1000:.1f} | {cost_shadow * 1000:.1f} | {per * 1000:.1f} "
-            f"| {cost_git / per:.2f}x | {cost_shadow / per:.2f}x |"
+            f"| {seed} | {walls['in-place']:.2f} | {walls['git']:.2f} | {walls['shadow']:.2f} "
+            f"| {floor:.2f} | {full:.2f} | {cost_git * 1000:.1f} | {cost_shadow * 1000:.1f} "
+            f"| {cost_git * n / floor:.2f}x | {cost_git * n / full:.2f}x | {cost_shadow * n / full:.2f}x |"
         )
 
 

@@ -108,7 +108,9 @@ impl Integration {
     /// the commit carries the trailer `Wavecrew-Task: <session-id>/<task>`.
     /// Ok(None) when nothing changed. No hooks run and nothing is signed.
     ///
-    /// The worktree must still have its branch checked out.
+    /// An agent that switched to a branch of its own (or a detached HEAD)
+    /// has its commits taken when they descend from the task branch (see
+    /// `take_own_history`); otherwise this fails naming where they are.
     pub fn commit(&self, wt: &Worktree, task: &str, message: &str) -> Result<Option<String>> {
         self.check_task_worktree(wt, task)?;
         let reference = format!("refs/heads/{}", wt.branch);
@@ -118,19 +120,7 @@ impl Integration {
         let on = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         match out.status.code() {
             Some(0) if on == reference => {}
-            Some(0 | 1) => {
-                return Err(IsolationError::BadWorktree {
-                    path: wt.path.clone(),
-                    message: format!(
-                        "it has {} checked out; expected `{reference}`",
-                        if on.is_empty() {
-                            "a detached HEAD"
-                        } else {
-                            &on
-                        }
-                    ),
-                });
-            }
+            Some(0 | 1) => self.take_own_history(wt, &reference, &on)?,
             _ => return Err(git::failed(line, &out)),
         }
         git(&wt.path).args(["add", "--all", "--", "."]).run()?;
@@ -160,6 +150,53 @@ impl Integration {
             });
         }
         Ok(Some(commit))
+    }
+
+    /// The agent left its task branch (`on`: the branch it switched to, or
+    /// empty for a detached HEAD): when what it committed descends from
+    /// the task branch, the task branch moves there (compare-and-swap) and
+    /// the worktree is put back on it, so the work lands; otherwise the
+    /// error names where the work is and how to take it.
+    fn take_own_history(&self, wt: &Worktree, reference: &str, on: &str) -> Result<()> {
+        let head = git(&wt.path)
+            .args(["rev-parse", "--verify", "HEAD^{commit}"])
+            .text()?;
+        let tip = self.repo.must_resolve(reference)?;
+        let shown = if on.is_empty() {
+            format!("a detached HEAD at {}", &head[..head.len().min(12)])
+        } else {
+            format!("`{}`", on.trim_start_matches("refs/heads/"))
+        };
+        if !self.repo.is_ancestor(&tip, &head)? {
+            return Err(IsolationError::BadWorktree {
+                path: wt.path.clone(),
+                message: format!(
+                    "the agent committed on {shown}, which does not descend from the task's \
+                     branch `{}`: its work is there; take it with `git cherry-pick {}..{}`",
+                    wt.branch,
+                    &wt.base[..wt.base.len().min(12)],
+                    if on.is_empty() {
+                        &head
+                    } else {
+                        on.trim_start_matches("refs/heads/")
+                    }
+                ),
+            });
+        }
+        if head != tip
+            && !self
+                .repo
+                .update_ref(reference, &head, &tip, "wavecrew: the agent's own commits")?
+        {
+            return Err(IsolationError::Contended {
+                reference: reference.to_owned(),
+                attempts: 1,
+            });
+        }
+        git(&wt.path)
+            .args(["symbolic-ref", "HEAD", reference])
+            .run()?;
+        Ok(())
     }
 
     /// Files the task changed against its base, committed and not

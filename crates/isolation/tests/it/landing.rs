@@ -331,3 +331,63 @@ fn a_ref_lock_left_by_a_killed_landing_does_not_stop_the_queue() {
     ));
     assert!(!lock.exists());
 }
+
+/// An agent that commits on a branch of its own: its commits land when
+/// they descend from the task branch (the worktree is put back on it);
+/// on history of its own, the error names the branch and how to take
+/// the work.
+#[test]
+fn an_agents_own_branch_lands_when_it_descends_from_the_task_branch() {
+    let p = Project::new();
+    let session = p.start("S-own");
+    let wt = session.open_worktree("IMPL-001", 1, &[]).unwrap();
+    let in_wt = |args: &[&str]| {
+        let mut all = vec!["-C", wt.path.to_str().unwrap()];
+        all.extend_from_slice(args);
+        p.git(&all)
+    };
+    in_wt(&["switch", "-q", "-c", "agent-work"]);
+    write(&wt.path, "mine.txt", "the agent's\n");
+    in_wt(&["add", "mine.txt"]);
+    in_wt(&["commit", "-qm", "the agent's own commit"]);
+    write(&wt.path, "later.txt", "uncommitted\n");
+    let commit = session
+        .commit(&wt, "IMPL-001", "IMPL-001: mine")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        in_wt(&["symbolic-ref", "HEAD"]).trim(),
+        format!("refs/heads/{}", wt.branch)
+    );
+    let files = p.git(&["show", "--name-only", "--format=", &format!("{commit}~1")]);
+    assert_eq!(
+        files.trim(),
+        "mine.txt",
+        "the agent's commit is in the history"
+    );
+    assert!(matches!(
+        session.land(&wt, "IMPL-001").unwrap(),
+        Landing::FastForward { .. }
+    ));
+
+    // History of its own (an orphan branch): refused, naming it.
+    let other = session.open_worktree("IMPL-002", 1, &[]).unwrap();
+    let in_other = |args: &[&str]| {
+        let mut all = vec!["-C", other.path.to_str().unwrap()];
+        all.extend_from_slice(args);
+        p.git(&all)
+    };
+    in_other(&["switch", "-q", "--orphan", "elsewhere"]);
+    write(&other.path, "x.txt", "x\n");
+    in_other(&["add", "x.txt"]);
+    in_other(&["commit", "-qm", "unrelated"]);
+    let e = session
+        .commit(&other, "IMPL-002", "IMPL-002")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("the agent committed on `elsewhere`") && e.contains("git cherry-pick"),
+        "{e}"
+    );
+    p.assert_sound();
+}
