@@ -20,7 +20,7 @@ and where its build state came from.
 Target (issue 27): from the second task of a session on, at most 1.2x the
 time in place; the first task is reported as well.
 
-Usage: benches/real_projects.py [cargo|jest|pytest ...] [--tasks N] [--keep]
+Usage: benches/real_projects.py [cargo|jest|pytest ...] [--tasks N] [--keep] [--no-build]
 """
 
 import argparse
@@ -180,7 +180,7 @@ def per_task(root):
     with open(os.path.join(session, "reports", "run-summary.json")) as f:
         summary = {t["id"]: t for t in json.load(f)["tasks"]}
     rows = []
-    for name in sorted(os.listdir(os.path.join(session, "tasks"))):
+    for name in sorted(n for n in os.listdir(os.path.join(session, "tasks")) if n.endswith(".json")):
         with open(os.path.join(session, "tasks", name)) as f:
             task = json.load(f)
         r = task.get("result") or {}
@@ -246,8 +246,10 @@ def main():
     ap.add_argument("cases", nargs="*", default=["jest", "pytest", "cargo"], choices=list(PROJECTS))
     ap.add_argument("--tasks", type=int, default=4)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--no-build", action="store_true", help="use the binaries in WAVECREW_BIN_DIR")
     a = ap.parse_args()
-    build()
+    if not a.no_build:
+        build()
     for case in a.cases:
         run_case(case, a.tasks, a.keep)
 

@@ -410,6 +410,11 @@ pub struct IsolationConfig {
     /// in its result and on the bus) or `fail` (the task fails, naming
     /// them).
     pub undeclared: UndeclaredMode,
+    /// Paths no task may change (globs, `*` within a folder, `**` across
+    /// folders): a change there fails the task, naming the path. Default:
+    /// wavecrew's own `wavecrew.toml` and task files (`*.tasks.toml`); add
+    /// CI configuration, `AGENTS.md`, verifier configs.
+    pub protected: Vec<String>,
 }
 
 /// `[isolation] undeclared`.
@@ -457,6 +462,14 @@ impl Default for IsolationConfig {
             .map(str::to_owned)
             .to_vec(),
             undeclared: UndeclaredMode::default(),
+            protected: [
+                "wavecrew.toml",
+                "**/wavecrew.toml",
+                "*.tasks.toml",
+                "**/*.tasks.toml",
+            ]
+            .map(str::to_owned)
+            .to_vec(),
         }
     }
 }
@@ -763,6 +776,14 @@ impl Config {
                 "limits.syntax_check_secs".into(),
                 "expected at least 1".into(),
             ));
+        }
+        for (i, glob) in self.isolation.protected.iter().enumerate() {
+            if let Err(e) = globset::Glob::new(glob) {
+                return Err(invalid(
+                    format!("isolation.protected[{i}]"),
+                    format!("a glob such as `.github/**`; {e}"),
+                ));
+            }
         }
         if self.limits.max_output_bytes < 4096 {
             return Err(invalid(

@@ -451,7 +451,9 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
             Err(e) => return Ok(self.failure_report(task, &e)),
         };
         // What the changed files say against the declared ones.
-        let lane = wavecrew_role_kit::lane::Lane::check(task, &work.cwd, &files);
+        let protected =
+            wavecrew_role_kit::lane::protected_paths(&self.ctx.config.isolation.protected);
+        let lane = wavecrew_role_kit::lane::Lane::check(task, &work.cwd, &files, &protected);
         let lane_failure = lane.failure(
             self.ctx.config.isolation.undeclared == wavecrew_backends::config::UndeclaredMode::Fail,
         );

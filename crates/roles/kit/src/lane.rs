@@ -2,7 +2,8 @@
 //! declared, and links that lead out of the repository. The executor
 //! fails a task that declares files and changes none of them (unless it
 //! says it may change nothing), lists the files it changed outside its
-//! declared ones (`[isolation] undeclared = "warn" | "fail"`), and never
+//! declared ones (`[isolation] undeclared = "warn" | "fail"`), fails one
+//! that changes a protected path (`[isolation] protected`), and never
 //! lands a symbolic link to an absolute path or out of the repository.
 
 use std::path::{Component, Path};
@@ -21,11 +22,33 @@ pub struct Lane {
     /// Changed files that are links out of the repository, with where
     /// they point.
     pub links_out: Vec<(String, String)>,
+    /// Changed files under `[isolation] protected`.
+    pub protected: Vec<String>,
+}
+
+/// `[isolation] protected` compiled; globs that do not compile were
+/// refused when the configuration was read.
+pub fn protected_paths(globs: &[String]) -> globset::GlobSet {
+    let mut set = globset::GlobSetBuilder::new();
+    for glob in globs {
+        if let Ok(g) = globset::GlobBuilder::new(glob)
+            .literal_separator(true)
+            .build()
+        {
+            set.add(g);
+        }
+    }
+    set.build().unwrap_or_else(|_| globset::GlobSet::empty())
 }
 
 impl Lane {
     /// Check the files `changed` (project-relative, in `dir`) by `task`.
-    pub fn check(task: &Task, dir: &Path, changed: &[String]) -> Lane {
+    pub fn check(
+        task: &Task,
+        dir: &Path,
+        changed: &[String],
+        protected: &globset::GlobSet,
+    ) -> Lane {
         let declared = task.files();
         let may_change_nothing = task
             .metadata
@@ -40,6 +63,11 @@ impl Lane {
                 lane.declared_untouched.clone_from(&declared);
             }
         }
+        lane.protected = changed
+            .iter()
+            .filter(|f| protected.is_match(f.as_str()))
+            .cloned()
+            .collect();
         for file in changed {
             if let Ok(target) = std::fs::read_link(dir.join(file))
                 && leaves(Path::new(file), &target)
@@ -62,6 +90,12 @@ impl Lane {
             return Some(format!(
                 "links out of the repository are refused: {}",
                 links.join(", ")
+            ));
+        }
+        if !self.protected.is_empty() {
+            return Some(format!(
+                "changes to protected paths ([isolation] protected): {}",
+                self.protected.join(", ")
             ));
         }
         if !self.declared_untouched.is_empty() {
@@ -118,6 +152,43 @@ mod tests {
     use super::*;
     use wavecrew_core::TaskId;
 
+    fn none() -> globset::GlobSet {
+        protected_paths(&[])
+    }
+
+    #[test]
+    fn protected_paths_fail_the_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let protected = protected_paths(&[
+            "wavecrew.toml".to_owned(),
+            "*.tasks.toml".to_owned(),
+            ".github/**".to_owned(),
+        ]);
+        let changed: Vec<String> = [
+            "wavecrew.toml",
+            "plan.tasks.toml",
+            ".github/workflows/ci.yml",
+            "src/wavecrew.toml",
+            "src/lib.rs",
+        ]
+        .map(String::from)
+        .to_vec();
+        let lane = Lane::check(&task(&[], false), dir.path(), &changed, &protected);
+        assert_eq!(
+            lane.protected,
+            [
+                "wavecrew.toml",
+                "plan.tasks.toml",
+                ".github/workflows/ci.yml"
+            ]
+        );
+        assert_eq!(
+            lane.failure(false).unwrap(),
+            "changes to protected paths ([isolation] protected): wavecrew.toml, \
+             plan.tasks.toml, .github/workflows/ci.yml"
+        );
+    }
+
     fn task(files: &[&str], may_change_nothing: bool) -> Task {
         let mut t = Task::new(TaskId::new("IMPL-001").unwrap(), "t", "d");
         t.metadata
@@ -133,7 +204,7 @@ mod tests {
     fn declared_files_untouched_fail_unless_the_task_says_it_may() {
         let dir = tempfile::tempdir().unwrap();
         let t = task(&["src/a.rs", "docs/"], false);
-        let lane = Lane::check(&t, dir.path(), &["README.md".into()]);
+        let lane = Lane::check(&t, dir.path(), &["README.md".into()], &none());
         assert_eq!(lane.declared_untouched, ["docs/", "src/a.rs"]);
         assert_eq!(lane.undeclared, ["README.md"]);
         assert!(
@@ -141,13 +212,18 @@ mod tests {
                 .unwrap()
                 .starts_with("no change to the declared files")
         );
-        let lane = Lane::check(&t, dir.path(), &["docs/x.md".into(), "src/a.rs".into()]);
+        let lane = Lane::check(
+            &t,
+            dir.path(),
+            &["docs/x.md".into(), "src/a.rs".into()],
+            &none(),
+        );
         assert_eq!(lane, Lane::default());
-        let lane = Lane::check(&task(&["src/a.rs"], true), dir.path(), &[]);
+        let lane = Lane::check(&task(&["src/a.rs"], true), dir.path(), &[], &none());
         assert_eq!(lane.failure(true), None);
         // Nothing declared: nothing to say.
         assert_eq!(
-            Lane::check(&task(&[], false), dir.path(), &["x".into()]),
+            Lane::check(&task(&[], false), dir.path(), &["x".into()], &none()),
             Lane::default()
         );
     }
@@ -155,7 +231,12 @@ mod tests {
     #[test]
     fn undeclared_changes_fail_only_when_asked() {
         let dir = tempfile::tempdir().unwrap();
-        let lane = Lane::check(&task(&["a"], false), dir.path(), &["a".into(), "b".into()]);
+        let lane = Lane::check(
+            &task(&["a"], false),
+            dir.path(),
+            &["a".into(), "b".into()],
+            &none(),
+        );
         assert_eq!(lane.undeclared, ["b"]);
         assert_eq!(lane.failure(false), None);
         assert!(
@@ -177,7 +258,7 @@ mod tests {
             std::os::unix::fs::symlink(to, dir.path().join(at)).unwrap();
         }
         let changed: Vec<String> = ["abs", "sub/up", "sub/ok"].map(String::from).to_vec();
-        let lane = Lane::check(&task(&[], false), dir.path(), &changed);
+        let lane = Lane::check(&task(&[], false), dir.path(), &changed, &none());
         assert_eq!(
             lane.links_out,
             [
