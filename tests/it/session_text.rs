@@ -41,7 +41,14 @@ fn coordinate_session() -> TestSession {
     let root = session.root();
     std::fs::write(
         root.join("agent.json"),
-        json!({"scenarios": [writes("IMPL-001"), writes("IMPL-002")]}).to_string(),
+        // IMPL-001 changes the file its task declares (a task that
+        // declares files and changes none of them fails).
+        json!({"scenarios": [
+            {"match": {"task": "IMPL-001"}, "steps": [
+                {"write": {"path": "src/model.rs", "content": "pub struct Todo;\n"}},
+                {"say": "IMPL-001 written"}]},
+            writes("IMPL-002")]})
+        .to_string(),
     )
     .unwrap();
     let agent = bin_path("wavecrew-scripted-agent").display().to_string();

@@ -260,10 +260,15 @@ fn the_worktree_must_match_the_task() {
     let ro = s.detached_worktree("review").unwrap();
     let err = s.commit(&ro, "review", "x").unwrap_err().to_string();
     assert!(err.contains("read-only worktree"), "{err}");
-    // An agent that switched branches in its worktree is not committed for.
-    crate::support::git_in(&wt.path, &["checkout", "-q", "-b", "elsewhere"]);
+    // An agent that switched to a branch of history of its own is not
+    // committed for (one that descends is taken: see
+    // `an_agents_own_branch_lands_when_it_descends_from_the_task_branch`).
+    crate::support::git_in(&wt.path, &["checkout", "-q", "--orphan", "elsewhere"]);
+    crate::support::write(&wt.path, "x.txt", "x\n");
+    crate::support::git_in(&wt.path, &["add", "x.txt"]);
+    crate::support::git_in(&wt.path, &["commit", "-qm", "unrelated"]);
     let err = s.commit(&wt, "IMPL-001", "x").unwrap_err().to_string();
-    assert!(err.contains("refs/heads/elsewhere"), "{err}");
+    assert!(err.contains("`elsewhere`"), "{err}");
 }
 
 /// Commits need an identity even where git has none configured: the test
