@@ -15,6 +15,8 @@
 //!   `durations`: what earlier runs measured;
 //! * `ledger`: the bookkeeping thread (progress, skipped records, the
 //!   session file); `worker_runner`: one task's worker, start to end;
+//!   `control`: a person's pause, cancel and retry, read from the
+//!   session's `control/` folder;
 //! * [`team`]: spawn-and-stop (`start`, `resume`) and the foreground run
 //!   (`run`); [`finish`]: the end state, reports and banner;
 //!   [`report`]: the completion banner, `reports/summary.md`, `check`;
@@ -29,6 +31,7 @@
 //! assert_eq!(e.to_string(), "Session directory not found: /no/such/TC-x");
 //! ```
 
+mod control;
 mod durations;
 pub mod finish;
 pub mod launch;

@@ -1,0 +1,288 @@
+// The wavecrew cockpit page. Everything an agent or a task wrote is put in
+// the page with textContent (never innerHTML): markup in it shows as text.
+"use strict";
+
+const TOKEN = document.querySelector('meta[name="wavecrew-token"]').content;
+const q = (id) => document.getElementById(id);
+const state = { run: null, tasks: new Map(), open: null, paused: false, source: null, refreshTimer: null };
+
+function el(tag, cls, text) {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined && text !== null) e.textContent = String(text);
+  return e;
+}
+
+async function api(path) {
+  const sep = path.includes("?") ? "&" : "?";
+  const r = await fetch(path + sep + "token=" + encodeURIComponent(TOKEN), { cache: "no-store" });
+  const body = await r.json();
+  if (!r.ok) throw new Error(body.error || r.statusText);
+  return body;
+}
+
+async function act(name, task) {
+  const r = await fetch("/api/action/" + name, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-wavecrew-token": TOKEN },
+    body: JSON.stringify(task ? { task } : {}),
+  });
+  const body = await r.json();
+  q("notice").textContent = r.ok ? body.message : "refused: " + body.error;
+  return r.ok;
+}
+
+function totals() {
+  const counts = {};
+  for (const t of state.tasks.values()) counts[t.state] = (counts[t.state] || 0) + 1;
+  const box = q("totals");
+  box.replaceChildren();
+  const run = state.run;
+  const left = run.critical_path.filter((id) => (state.tasks.get(id) || {}).state !== "completed").length;
+  const spent = run.cost && run.cost.run ? run.cost.run : null;
+  const items = [
+    ["done", counts.completed || 0],
+    ["running", counts.in_progress || 0],
+    ["pending", counts.pending || 0],
+    ["failed", (counts.failed || 0) + (counts.blocked || 0)],
+    ["skipped", counts.skipped || 0],
+    ["tasks", state.tasks.size],
+    ["critical path left", left + " of " + run.critical_path.length],
+    ["cost", spent ? costText(spent) : "–"],
+    ["time", run.duration_ms != null ? Math.round(run.duration_ms / 1000) + " s" : "–"],
+  ];
+  for (const [label, value] of items) {
+    const d = el("div", "total");
+    d.dataset.total = label;
+    d.append(el("b", null, value), el("span", null, label));
+    box.append(d);
+  }
+}
+
+function costText(c) {
+  const parts = [];
+  if (c.usd != null) parts.push("$" + Number(c.usd).toFixed(2));
+  const tokens = (c.input_tokens || 0) + (c.output_tokens || 0);
+  if (tokens) parts.push(tokens + " tokens");
+  return parts.join(", ") || "–";
+}
+
+function taskBox(t) {
+  const b = el("button", "task");
+  b.type = "button";
+  b.id = "task-" + t.id;
+  b.dataset.id = t.id;
+  b.dataset.state = t.state;
+  if (t.critical) b.classList.add("critical");
+  b.append(el("span", "state", t.state), el("span", "id", t.id), el("span", "title", t.title));
+  b.addEventListener("click", () => openTask(t.id));
+  return b;
+}
+
+function renderGraph() {
+  const run = state.run;
+  const waves = q("waves");
+  waves.replaceChildren();
+  const placed = new Set();
+  run.waves.forEach((ids, i) => {
+    const col = el("div", "wave");
+    col.append(el("h3", null, "wave " + (i + 1)));
+    for (const id of ids) {
+      const t = state.tasks.get(id);
+      if (t) { col.append(taskBox(t)); placed.add(id); }
+    }
+    waves.append(col);
+  });
+  const rest = [...state.tasks.values()].filter((t) => !placed.has(t.id));
+  if (rest.length) {
+    const col = el("div", "wave");
+    col.append(el("h3", null, "not in a wave"));
+    rest.forEach((t) => col.append(taskBox(t)));
+    waves.append(col);
+  }
+}
+
+function renderMergeQueue() {
+  const box = q("merge-queue");
+  box.replaceChildren();
+  const mq = state.run.merge_queue;
+  if (!mq) { box.append(el("p", null, "This session runs in place: no merge queue.")); return; }
+  box.append(el("p", null, "Integration branch " + (mq.branch || "?")));
+  const section = (title, list, fmt) => {
+    const p = el("div");
+    p.append(el("strong", null, title + " (" + (list ? list.length : 0) + ")"));
+    const ul = el("ul");
+    (list || []).forEach((x) => ul.append(el("li", null, fmt(x))));
+    p.append(ul);
+    box.append(p);
+  };
+  section("landed", mq.landed, (x) => x.task + " " + String(x.commit || "").slice(0, 10));
+  section("waiting", mq.waiting, (x) => x.task + (x.branch ? " on " + x.branch : ""));
+  section("conflicts", mq.conflicts, (x) => (x.task || "") + " " + JSON.stringify(x.files || []));
+  section("blocked", mq.blocked, (x) => (typeof x === "string" ? x : x.task || JSON.stringify(x)));
+}
+
+function addActivity(m) {
+  const li = el("li");
+  li.append(el("span", "ts", String(m.ts || "").slice(11, 19)), el("span", null, m.summary));
+  const list = q("activity");
+  list.append(li);
+  while (list.children.length > 300) list.firstChild.remove();
+  list.scrollTop = list.scrollHeight;
+}
+
+function setPaused(p) {
+  state.paused = p;
+  q("paused").hidden = !p;
+  q("pause").hidden = p;
+  q("resume").hidden = !p;
+}
+
+async function load() {
+  const v = await api("/api/session");
+  state.run = v.run;
+  state.tasks = new Map(v.run.tasks.map((t) => [t.id, t]));
+  q("session-id").textContent = v.run.session_id;
+  q("session-status").textContent = v.run.status;
+  q("goal").textContent = v.run.task_description;
+  setPaused(v.paused);
+  renderGraph();
+  renderMergeQueue();
+  totals();
+  q("activity").replaceChildren();
+  v.recent.forEach(addActivity);
+  connect(v.bus_offset);
+  if (state.open) openTask(state.open);
+}
+
+function connect(offset) {
+  if (state.source) state.source.close();
+  const es = new EventSource("/api/events?token=" + encodeURIComponent(TOKEN) + "&from=" + offset);
+  state.source = es;
+  es.onopen = () => { q("live").textContent = "live"; };
+  es.onerror = () => {
+    // A new connection would start from the old offset: read the session
+    // again instead, and follow on from where it ends.
+    es.close();
+    q("live").textContent = "reconnecting…";
+    setTimeout(() => load().catch(() => {}), 1000);
+  };
+  es.addEventListener("record", (e) => {
+    const m = JSON.parse(e.data);
+    addActivity(m);
+    const id = m.data && m.data.task_id;
+    if (id && id === state.open) refreshSoon();
+    if (m.type === "task_merged" || m.type === "merge_conflict") reloadSoon();
+  });
+  es.addEventListener("task", (e) => {
+    const c = JSON.parse(e.data);
+    const t = state.tasks.get(c.id);
+    if (!t) { reloadSoon(); return; }
+    t.state = c.state;
+    t.error = c.error;
+    const b = q("task-" + c.id);
+    if (b) {
+      b.dataset.state = c.state;
+      b.querySelector(".state").textContent = c.state;
+    }
+    totals();
+    if (c.id === state.open) refreshSoon();
+  });
+  es.addEventListener("control", (e) => setPaused(JSON.parse(e.data).paused));
+}
+
+let reloadTimer = null;
+function reloadSoon() {
+  clearTimeout(reloadTimer);
+  reloadTimer = setTimeout(() => load().catch((e) => { q("notice").textContent = String(e); }), 300);
+}
+
+function refreshSoon() {
+  clearTimeout(state.refreshTimer);
+  state.refreshTimer = setTimeout(() => { if (state.open) openTask(state.open, true); }, 200);
+}
+
+function eventLine(ev) {
+  // The agent's own stream: a line of JSON in its CLI's shape, or text.
+  if (typeof ev === "string") return ["text", ev];
+  const item = ev.item || {};
+  const kind = item.type || ev.type || "event";
+  const first = (...xs) => xs.find((x) => typeof x === "string" && x.length);
+  let text = first(item.text, item.command, item.message, ev.text, ev.content, ev.result, ev.message);
+  if (!text && ev.message && Array.isArray(ev.message.content)) {
+    text = ev.message.content.map((c) => c.text || (c.name ? c.name + " " + JSON.stringify(c.input || {}) : "")).join(" ");
+  }
+  return [kind, text || JSON.stringify(ev)];
+}
+
+async function openTask(id, keepDiff) {
+  state.open = id;
+  const d = await api("/api/task/" + encodeURIComponent(id));
+  const t = d.task;
+  const report = state.tasks.get(id) || {};
+  q("detail").hidden = false;
+  q("detail-title").textContent = id + ": " + (t.subject || report.title || "");
+  q("detail-state").textContent = t.status;
+  q("detail").dataset.state = t.status;
+  const meta = [];
+  if (report.role) meta.push("role " + report.role);
+  if (report.wave) meta.push("wave " + report.wave);
+  if (report.backend) meta.push("backend " + report.backend);
+  if (report.usage) meta.push(costText(report.usage));
+  q("detail-meta").textContent = meta.join(" · ");
+  q("detail-error").textContent = (t.result && t.result.error) || "";
+  q("retry").disabled = !["failed", "blocked"].includes(t.status);
+  q("cancel").disabled = t.status !== "in_progress";
+  q("validation").textContent = report.validation ? JSON.stringify(report.validation, null, 2) : "no validation recorded";
+  if (!keepDiff) { q("diff").hidden = true; q("diff").replaceChildren(); }
+  const box = q("attempts");
+  box.replaceChildren();
+  for (const a of d.attempts.slice().reverse()) {
+    const s = el("section", "attempt");
+    s.dataset.attempt = a.attempt;
+    const outcome = a.outcome ? a.outcome.outcome || a.outcome.class || "" : "running";
+    s.append(el("h3", null, "Attempt " + a.attempt + " · " + outcome));
+    const events = el("ol", "events");
+    for (const ev of a.events) {
+      const [kind, text] = eventLine(ev);
+      const li = el("li", "event");
+      li.append(el("span", "kind", kind), el("span", "text", text));
+      events.append(li);
+    }
+    s.append(el("h4", null, "Agent events (" + a.events.length + ")"), events);
+    const prompt = el("details");
+    prompt.append(el("summary", null, "Prompt"), el("pre", "prompt", a.prompt || ""));
+    s.append(prompt);
+    if (a.stderr) {
+      const err = el("details");
+      err.append(el("summary", null, "stderr"), el("pre", null, a.stderr));
+      s.append(err);
+    }
+    box.append(s);
+  }
+}
+
+async function showDiff() {
+  const id = state.open;
+  const d = await api("/api/task/" + encodeURIComponent(id) + "/diff");
+  const pre = q("diff");
+  pre.replaceChildren();
+  pre.hidden = false;
+  if (d.diff == null) { pre.textContent = "No branch of its own yet (it ran in place, or has not committed)."; return; }
+  if (!d.diff.length) { pre.textContent = "The branch changes nothing."; return; }
+  for (const line of d.diff.split("\n")) {
+    let cls = null;
+    if (line.startsWith("+") && !line.startsWith("+++")) cls = "add";
+    else if (line.startsWith("-") && !line.startsWith("---")) cls = "del";
+    else if (line.startsWith("@@")) cls = "hunk";
+    pre.append(el("span", cls, line + "\n"));
+  }
+}
+
+q("pause").addEventListener("click", () => act("pause").then((ok) => ok && setPaused(true)));
+q("resume").addEventListener("click", () => act("resume").then((ok) => ok && setPaused(false)));
+q("retry").addEventListener("click", () => act("retry", state.open).then(() => openTask(state.open)));
+q("cancel").addEventListener("click", () => act("cancel", state.open));
+q("show-diff").addEventListener("click", () => showDiff().catch((e) => { q("diff").hidden = false; q("diff").textContent = String(e); }));
+q("detail-close").addEventListener("click", () => { state.open = null; q("detail").hidden = true; });
+load().catch((e) => { q("notice").textContent = "could not read the session: " + e; });
