@@ -7,6 +7,7 @@ pub(crate) const IN_PLACE: &str = "\n[isolation]\nmode = \"in-place\"\n";
 
 mod backend;
 mod check;
+mod cockpit;
 mod crash;
 mod docs;
 mod engine;

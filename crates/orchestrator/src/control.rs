@@ -19,8 +19,15 @@ use crate::vocabulary::{log_record, task_data};
 /// How long a cancelled worker gets between SIGTERM and SIGKILL.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
-/// Wait while dispatch is paused; whether it was.
-pub(crate) async fn wait_while_paused(session_dir: &Path, poll: Duration) -> bool {
+/// Wait while dispatch is paused, before `task`'s worker starts; whether
+/// it was. The wait is recorded once on the bus (`dispatch_held`), so a
+/// person sees which task waits.
+pub(crate) async fn wait_while_paused<B: MessageBus + 'static>(
+    bus: &Arc<B>,
+    session_dir: &Path,
+    task: &TaskId,
+    poll: Duration,
+) -> bool {
     let control = Control::new(session_dir);
     let mut waited = false;
     while blocking({
@@ -29,6 +36,18 @@ pub(crate) async fn wait_while_paused(session_dir: &Path, poll: Duration) -> boo
     })
     .await
     {
+        if !waited {
+            let (bus, id) = (Arc::clone(bus), task.clone());
+            blocking(move || {
+                log_record(
+                    &*bus,
+                    "dispatch_held",
+                    &format!("{} waits: dispatch is paused", id.as_str()),
+                    task_data(&id),
+                );
+            })
+            .await;
+        }
         waited = true;
         tokio::time::sleep(poll).await;
     }

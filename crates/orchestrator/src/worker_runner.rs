@@ -159,7 +159,14 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
             }
             // Dispatch paused by a person: hold this task before its
             // worker starts, then read it again.
-            if crate::control::wait_while_paused(&self.launcher.session_dir, self.poll).await {
+            if crate::control::wait_while_paused(
+                &self.bus,
+                &self.launcher.session_dir,
+                id,
+                self.poll,
+            )
+            .await
+            {
                 continue;
             }
             let launcher = self.launcher.clone();
