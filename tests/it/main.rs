@@ -8,6 +8,7 @@ pub(crate) const IN_PLACE: &str = "\n[isolation]\nmode = \"in-place\"\n";
 mod backend;
 mod check;
 mod cockpit;
+mod cockpit_browser;
 mod crash;
 mod docs;
 mod engine;

@@ -49,7 +49,7 @@ function totals() {
     ["tasks", state.tasks.size],
     ["critical path left", left + " of " + run.critical_path.length],
     ["cost", spent ? costText(spent) : "–"],
-    ["time", run.duration_ms != null ? Math.round(run.duration_ms / 1000) + " s" : "–"],
+    ["time", elapsed()],
   ];
   for (const [label, value] of items) {
     const d = el("div", "total");
@@ -112,6 +112,7 @@ function renderMergeQueue() {
     const p = el("div");
     p.append(el("strong", null, title + " (" + (list ? list.length : 0) + ")"));
     const ul = el("ul");
+    ul.id = "mq-" + title;
     (list || []).forEach((x) => ul.append(el("li", null, fmt(x))));
     p.append(ul);
     box.append(p);
@@ -121,6 +122,43 @@ function renderMergeQueue() {
   section("conflicts", mq.conflicts, (x) => (x.task || "") + " " + JSON.stringify(x.files || []));
   section("blocked", mq.blocked, (x) => (typeof x === "string" ? x : x.task || JSON.stringify(x)));
 }
+
+// The merge queue follows its records: a landing moves a task from
+// waiting to landed, a conflict is listed.
+function mergeRecord(m) {
+  const mq = state.run && state.run.merge_queue;
+  const d = m.data || {};
+  if (!mq || !d.task_id) return;
+  mq.waiting = mq.waiting || [];
+  mq.landed = mq.landed || [];
+  mq.conflicts = mq.conflicts || [];
+  if (m.type === "task_merged") {
+    mq.waiting = mq.waiting.filter((w) => w.task !== d.task_id);
+    mq.landed.push({ task: d.task_id, commit: d.merge_commit || "" });
+  } else if (m.type === "merge_conflict") {
+    mq.conflicts.push({ task: d.task_id, files: d.files || [] });
+  } else if (m.type === "task_unblocked" && !mq.waiting.some((w) => w.task === d.task_id)) {
+    mq.waiting.push({ task: d.task_id, branch: null });
+  } else {
+    return;
+  }
+  renderMergeQueue();
+}
+
+// The session's clock: from its first record to now while a task runs,
+// else to its last record.
+function elapsed() {
+  const run = state.run;
+  if (!run || !run.started_at) return "–";
+  const running = [...state.tasks.values()].some((t) => t.state === "in_progress");
+  const ms = running ? Date.now() - Date.parse(run.started_at) : run.duration_ms || 0;
+  return Math.round(ms / 1000) + " s";
+}
+
+setInterval(() => {
+  const box = document.querySelector('[data-total="time"] b');
+  if (box) box.textContent = elapsed();
+}, 1000);
 
 function addActivity(m) {
   const li = el("li");
@@ -172,7 +210,7 @@ function connect(offset) {
     addActivity(m);
     const id = m.data && m.data.task_id;
     if (id && id === state.open) refreshSoon();
-    if (m.type === "task_merged" || m.type === "merge_conflict") reloadSoon();
+    mergeRecord(m);
   });
   es.addEventListener("task", (e) => {
     const c = JSON.parse(e.data);
@@ -240,7 +278,8 @@ async function openTask(id, keepDiff) {
   for (const a of d.attempts.slice().reverse()) {
     const s = el("section", "attempt");
     s.dataset.attempt = a.attempt;
-    const outcome = a.outcome ? a.outcome.outcome || a.outcome.class || "" : "running";
+    const oc = a.outcome && a.outcome.outcome;
+    const outcome = !a.outcome ? "running" : (oc && oc.class) || String(oc || "");
     s.append(el("h3", null, "Attempt " + a.attempt + " · " + outcome));
     const events = el("ol", "events");
     for (const ev of a.events) {
