@@ -84,19 +84,22 @@ impl Browser {
             next_id: 0,
             _profile: profile,
         };
-        let target = b.call("Target.createTarget", json!({"url": "about:blank"}));
+        let target = b.call("Target.createTarget", &json!({"url": "about:blank"}));
         let attached = b.call(
             "Target.attachToTarget",
-            json!({"targetId": target["targetId"], "flatten": true}),
+            &json!({"targetId": target["targetId"], "flatten": true}),
         );
-        b.session = attached["sessionId"].as_str().unwrap().to_owned();
-        b.call("Page.enable", json!({}));
-        b.call("Runtime.enable", json!({}));
+        attached["sessionId"]
+            .as_str()
+            .unwrap()
+            .clone_into(&mut b.session);
+        b.call("Page.enable", &json!({}));
+        b.call("Runtime.enable", &json!({}));
         b
     }
 
     /// Send a command (to the page once attached); its result.
-    pub(crate) fn call(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn call(&mut self, method: &str, params: &Value) -> Value {
         self.next_id += 1;
         let id = self.next_id;
         let mut msg = json!({"id": id, "method": method, "params": params});
@@ -123,7 +126,7 @@ impl Browser {
     pub(crate) fn eval(&mut self, js: &str) -> Value {
         let r = self.call(
             "Runtime.evaluate",
-            json!({"expression": js, "returnByValue": true, "awaitPromise": true}),
+            &json!({"expression": js, "returnByValue": true, "awaitPromise": true}),
         );
         assert!(
             r.get("exceptionDetails").is_none(),
@@ -146,14 +149,14 @@ impl Browser {
     }
 
     pub(crate) fn navigate(&mut self, url: &str) {
-        self.call("Page.navigate", json!({"url": url}));
+        self.call("Page.navigate", &json!({"url": url}));
         self.until("the page loaded", "document.readyState === 'complete'");
     }
 
     /// A PNG of the page.
     pub(crate) fn screenshot(&mut self) -> Vec<u8> {
         use base64::Engine as _;
-        let r = self.call("Page.captureScreenshot", json!({"format": "png"}));
+        let r = self.call("Page.captureScreenshot", &json!({"format": "png"}));
         base64::engine::general_purpose::STANDARD
             .decode(r["data"].as_str().unwrap())
             .unwrap()

@@ -71,7 +71,11 @@ pub struct ServeError {
 pub fn new_token() -> String {
     use rand::Rng as _;
     let bytes: [u8; 16] = rand::rng().random();
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    bytes.iter().fold(String::with_capacity(32), |mut s, b| {
+        use std::fmt::Write as _;
+        let _ = write!(s, "{b:02x}");
+        s
+    })
 }
 
 impl Cockpit {
@@ -237,14 +241,15 @@ async fn session(State(c): State<Arc<Cockpit>>) -> Response {
     }
 }
 
-fn task_id(raw: &str) -> Result<TaskId, Response> {
-    TaskId::new(raw).map_err(|e| refuse(StatusCode::BAD_REQUEST, &format!("task id: {e}")))
+fn task_id(raw: &str) -> Result<TaskId, Box<Response>> {
+    TaskId::new(raw)
+        .map_err(|e| Box::new(refuse(StatusCode::BAD_REQUEST, &format!("task id: {e}"))))
 }
 
 async fn task(State(c): State<Arc<Cockpit>>, UrlPath(id): UrlPath<String>) -> Response {
     let id = match task_id(&id) {
         Ok(id) => id,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let dir = c.session_dir.clone();
     match off_thread(move || crate::view::task_view(&dir, &id)).await {
@@ -256,7 +261,7 @@ async fn task(State(c): State<Arc<Cockpit>>, UrlPath(id): UrlPath<String>) -> Re
 async fn diff(State(c): State<Arc<Cockpit>>, UrlPath(id): UrlPath<String>) -> Response {
     let id = match task_id(&id) {
         Ok(id) => id,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let dir = c.session_dir.clone();
     match off_thread(move || crate::view::task_diff(&dir, &id)).await {

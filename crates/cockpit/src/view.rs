@@ -21,9 +21,8 @@ pub const EVENTS_LIMIT: usize = 2000;
 pub fn session_view(session_dir: &Path) -> Result<Value, wavecrew_report::ReportError> {
     // Where the bus ends now: the live feed goes on from here, so no
     // record is missed or sent twice.
-    let offset = std::fs::metadata(wavecrew_msgbus::BusPaths::log_in(session_dir))
-        .map(|m| m.len())
-        .unwrap_or(0);
+    let offset =
+        std::fs::metadata(wavecrew_msgbus::BusPaths::log_in(session_dir)).map_or(0, |m| m.len());
     let run: RunData = wavecrew_report::collect(session_dir)?;
     let recent: Vec<Value> = wavecrew_report::data::read_bus(session_dir)
         .into_iter()
