@@ -82,6 +82,17 @@ pub enum ActionError {
         /// The states it applies to.
         expected: &'static str,
     },
+    /// The task runs on another host, whose worker this one cannot stop.
+    #[error(
+        "{task} runs on host {host}: cancel stops workers of this host only; stop it there \
+         (its `wavecrew worker`)"
+    )]
+    Remote {
+        /// The task.
+        task: String,
+        /// The host that runs it.
+        host: String,
+    },
     /// The session's files could not be read or written.
     #[error(transparent)]
     Core(#[from] wavecrew_core::CoreError),
@@ -99,6 +110,7 @@ impl ActionError {
             ActionError::Usage(_)
                 | ActionError::UnknownTask { .. }
                 | ActionError::WrongState { .. }
+                | ActionError::Remote { .. }
         )
     }
 }
@@ -239,7 +251,19 @@ pub fn apply(session_dir: &Path, action: &Action) -> Result<Applied, ActionError
                     expected: "in_progress",
                 });
             }
-            let holder = task.lease.as_ref().map(|l| l.pid).filter(|p| *p != 0);
+            // A task another host runs (`wavecrew run --engine`): its
+            // worker is not ours to stop.
+            if let Some(lease) = task
+                .lease
+                .as_ref()
+                .filter(|l| l.pid == 0 || l.host != wavecrew_core::store::this_host())
+            {
+                return Err(ActionError::Remote {
+                    task: id.as_str().to_owned(),
+                    host: lease.host.clone(),
+                });
+            }
+            let holder = task.lease.as_ref().map(|l| l.pid);
             if holder.is_some_and(pid_alive) {
                 control.request_cancel(id)?;
                 record(
@@ -453,6 +477,30 @@ mod tests {
         apply(&dir, &Action::Resume).unwrap();
         assert!(!Control::new(&dir).is_paused());
         assert_eq!(bus_kinds(&dir), ["dispatch_paused", "dispatch_resumed"]);
+    }
+
+    #[test]
+    fn a_task_another_host_runs_is_not_cancelled_here() {
+        let (_tmp, dir) = session(&[("IMPL-001", &[], TaskStatus::InProgress)]);
+        let id = TaskId::new("IMPL-001").unwrap();
+        let now = jiff::Timestamp::now();
+        FileTaskStore::for_session(&dir)
+            .update(&id, &mut |t| {
+                t.lease = Some(wavecrew_core::Lease {
+                    worker: "executor".into(),
+                    pid: 0,
+                    host: "h2".into(),
+                    acquired_at: now,
+                    heartbeat_at: now,
+                });
+                Ok(())
+            })
+            .unwrap();
+        let e = apply(&dir, &Action::Cancel(id)).unwrap_err();
+        assert!(e.to_string().starts_with("IMPL-001 runs on host h2"), "{e}");
+        assert!(e.is_bad_input());
+        assert_eq!(status(&dir, "IMPL-001"), TaskStatus::InProgress);
+        assert!(bus_kinds(&dir).is_empty());
     }
 
     #[test]

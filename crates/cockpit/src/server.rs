@@ -323,7 +323,9 @@ async fn action(
         Err(e @ (ActionError::UnknownTask { .. } | ActionError::Usage(_))) => {
             refuse(StatusCode::BAD_REQUEST, &e.to_string())
         }
-        Err(e @ ActionError::WrongState { .. }) => refuse(StatusCode::CONFLICT, &e.to_string()),
+        Err(e @ (ActionError::WrongState { .. } | ActionError::Remote { .. })) => {
+            refuse(StatusCode::CONFLICT, &e.to_string())
+        }
         Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
 }
