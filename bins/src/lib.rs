@@ -98,6 +98,10 @@ pub enum Command {
     Cancel(commands::control::TaskArgs),
     /// Retry a failed or blocked task (and the tasks skipped because of it).
     Retry(commands::control::TaskArgs),
+    /// Land the work of a task that awaits a person's review (`review = "human"`).
+    Approve(commands::control::TaskArgs),
+    /// Send the work of a task that awaits review back for one revision, with a note saying what to change.
+    Reject(commands::control::RejectArgs),
     /// Run the demo pipeline on a copy of the embedded demo project.
     Demo(commands::demo::DemoArgs),
     /// The team message bus (`ccw team` compatible): log, read, list, status, …
@@ -171,6 +175,8 @@ pub fn wavecrew_main() -> ExitCode {
         Command::Resume(a) => commands::control::resume(&a),
         Command::Cancel(a) => commands::control::cancel(&a),
         Command::Retry(a) => commands::control::retry(&a),
+        Command::Approve(a) => commands::control::approve(&a),
+        Command::Reject(a) => commands::control::reject(&a),
         Command::Config(c) => commands::config::run(&c, cli.config.as_deref()),
     };
     finish(result)

@@ -9,6 +9,7 @@ mod backend;
 mod check;
 mod cockpit;
 mod cockpit_browser;
+mod cockpit_review;
 mod crash;
 mod docs;
 mod engine;

@@ -11,7 +11,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 use wavecrew_core::store::pid_alive;
-use wavecrew_core::{Control, FileTaskStore, NewMessage, TaskId, TaskStatus, TaskStore};
+use wavecrew_core::{
+    Control, FileTaskStore, LineComment, NewMessage, ReviewDecision, Task, TaskId, TaskStatus,
+    TaskStore,
+};
 
 /// An action on a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +28,18 @@ pub enum Action {
     /// Run a failed, blocked or cancelled task again (and what was skipped
     /// because of it).
     Retry(TaskId),
+    /// Land the work of a task that awaits review.
+    Approve(TaskId),
+    /// Send the work of a task that awaits review back for one revision,
+    /// with what to change.
+    Reject {
+        /// The task.
+        task: TaskId,
+        /// What to change.
+        note: String,
+        /// Comments on lines of its diff.
+        comments: Vec<LineComment>,
+    },
 }
 
 impl Action {
@@ -35,6 +50,8 @@ impl Action {
             Action::Resume => "resume",
             Action::Cancel(_) => "cancel",
             Action::Retry(_) => "retry",
+            Action::Approve(_) => "approve",
+            Action::Reject { .. } => "reject",
         }
     }
 
@@ -49,8 +66,14 @@ impl Action {
             "resume" => Ok(Action::Resume),
             "cancel" => Ok(Action::Cancel(task()?)),
             "retry" => Ok(Action::Retry(task()?)),
+            "approve" => Ok(Action::Approve(task()?)),
+            "reject" => Ok(Action::Reject {
+                task: task()?,
+                note: String::new(),
+                comments: Vec::new(),
+            }),
             other => Err(ActionError::Usage(format!(
-                "unknown action {other:?} (expected pause, resume, cancel or retry)"
+                "unknown action {other:?} (expected pause, resume, cancel, retry, approve or reject)"
             ))),
         }
     }
@@ -306,6 +329,12 @@ pub fn apply(session_dir: &Path, action: &Action) -> Result<Applied, ActionError
                 Vec::new(),
             ))
         }
+        Action::Approve(id) => decide(session_dir, &store, id, true, "", &[]),
+        Action::Reject {
+            task,
+            note,
+            comments,
+        } => decide(session_dir, &store, task, false, note, comments),
         Action::Retry(id) => {
             let task = get(id)?;
             if !matches!(task.status, TaskStatus::Failed | TaskStatus::Blocked) {
@@ -338,6 +367,102 @@ pub fn apply(session_dir: &Path, action: &Action) -> Result<Applied, ActionError
             ))
         }
     }
+}
+
+/// Whether `task` waits for a person's review; the branch it waits on.
+fn awaiting_review(task: &Task) -> Option<String> {
+    let result = task.result.as_ref()?;
+    let waiting = task.status == TaskStatus::Blocked
+        && result.get("awaiting_review").and_then(Value::as_bool) == Some(true);
+    waiting.then(|| {
+        result
+            .get("branch")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    })
+}
+
+fn decide(
+    session_dir: &Path,
+    store: &FileTaskStore,
+    id: &TaskId,
+    approved: bool,
+    note: &str,
+    comments: &[LineComment],
+) -> Result<Applied, ActionError> {
+    let action = if approved { "approve" } else { "reject" };
+    let task = store.get(id).map_err(|_| ActionError::UnknownTask {
+        session: session_dir.to_owned(),
+        task: id.as_str().to_owned(),
+    })?;
+    let Some(branch) = awaiting_review(&task) else {
+        return Err(ActionError::WrongState {
+            task: id.as_str().to_owned(),
+            state: task.status.as_str().to_owned(),
+            action,
+            expected: "awaiting review",
+        });
+    };
+    if !approved && note.trim().is_empty() && comments.is_empty() {
+        return Err(ActionError::Usage(
+            "a rejection needs a note (or line comments) saying what to change".into(),
+        ));
+    }
+    for c in comments {
+        if c.file.is_empty() || c.line == 0 || c.text.trim().is_empty() {
+            return Err(ActionError::Usage(format!(
+                "a line comment needs a file, a line from 1 and a text (got {:?} line {})",
+                c.file, c.line
+            )));
+        }
+    }
+    Control::new(session_dir).decide(
+        id,
+        &ReviewDecision {
+            approved,
+            branch: branch.clone(),
+            note: note.to_owned(),
+            comments: comments.to_vec(),
+            at: jiff::Timestamp::now().to_string(),
+        },
+    )?;
+    let mut data = task_data(id);
+    data.insert("branch".into(), json!(branch));
+    if !approved {
+        data.insert("note".into(), json!(note));
+        data.insert("comments".into(), json!(comments));
+    }
+    let (kind, summary, message) = if approved {
+        (
+            "review_approved",
+            format!("{} approved", id.as_str()),
+            format!(
+                "{} approved: the run lands it through the merge queue (a session not running: at the next `wavecrew run`)",
+                id.as_str()
+            ),
+        )
+    } else {
+        (
+            "review_rejection",
+            format!(
+                "{} rejected: {}",
+                id.as_str(),
+                note.lines().next().unwrap_or("")
+            ),
+            format!(
+                "{} rejected: the run starts one revision with your note (a session not running: at the next `wavecrew run`)",
+                id.as_str()
+            ),
+        )
+    };
+    record(session_dir, kind, &summary, data)?;
+    Ok(Applied {
+        action,
+        task: Some(id.as_str().to_owned()),
+        message,
+        reset: Vec::new(),
+    })
 }
 
 /// Reset `id` to pending, and every task skipped downstream of it; the

@@ -313,10 +313,22 @@ async fn action(
         }
     };
     let task = body.get("task").and_then(Value::as_str).map(str::to_owned);
-    let action = match Action::parse(&name, task.as_deref()) {
+    let mut action = match Action::parse(&name, task.as_deref()) {
         Ok(a) => a,
         Err(e) => return refuse(StatusCode::BAD_REQUEST, &e.to_string()),
     };
+    if let Action::Reject { note, comments, .. } = &mut action {
+        body.get("note")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .clone_into(note);
+        if let Some(c) = body.get("comments") {
+            match serde_json::from_value(c.clone()) {
+                Ok(c) => *comments = c,
+                Err(e) => return refuse(StatusCode::BAD_REQUEST, &format!("comments: {e}")),
+            }
+        }
+    }
     let dir = c.session_dir.clone();
     match off_thread(move || apply(&dir, &action)).await {
         Ok(done) => axum::Json(done).into_response(),

@@ -44,6 +44,10 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
     }
 
     fn ended(&self, task: &Task) -> Option<RunOutcome> {
+        // Validated work waiting for a person: parked, without a slot.
+        if crate::review::awaiting(task) {
+            return Some(RunOutcome::Parked);
+        }
         let outcome = match task.status {
             TaskStatus::Completed => RunOutcome::Succeeded,
             TaskStatus::Failed => RunOutcome::failed(task.error().unwrap_or("failed")),
@@ -314,6 +318,10 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
 
 #[async_trait::async_trait]
 impl<B: MessageBus + 'static> TaskRunner for WorkerRunner<B> {
+    async fn resume(&self, id: &TaskId) -> RunOutcome {
+        self.await_review(id).await
+    }
+
     async fn run(&self, id: &TaskId) -> RunOutcome {
         match self.run_task(id).await {
             Ok(outcome) => outcome,

@@ -10,6 +10,7 @@
 //! control/paused          exists while dispatch is paused ({"at": …})
 //! control/cancel/<ID>     a request to stop the running task <ID>
 //! control/retry/<ID>      <ID> was reset to pending: run another round
+//! control/review/<ID>     a person's decision on work awaiting review
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -131,6 +132,62 @@ impl Control {
     }
 }
 
+/// A person's decision on a task's work that awaits review.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReviewDecision {
+    /// Land it (`true`), or revise it (`false`).
+    pub approved: bool,
+    /// The branch the decision is about (the work the person saw).
+    pub branch: String,
+    /// What to change (a rejection), as the person wrote it.
+    #[serde(default)]
+    pub note: String,
+    /// Comments on lines of the diff.
+    #[serde(default)]
+    pub comments: Vec<LineComment>,
+    /// When, RFC 3339.
+    pub at: String,
+}
+
+/// A person's comment on one line of a task's diff.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LineComment {
+    /// The file, relative to the project.
+    pub file: String,
+    /// The line (1-based, in the task's version of the file).
+    pub line: u32,
+    /// What the person wrote.
+    pub text: String,
+}
+
+impl Control {
+    fn review_file(&self, task: &TaskId) -> PathBuf {
+        self.dir
+            .join("review")
+            .join(format!("{}.json", task.as_str()))
+    }
+
+    /// Record a decision on `task`'s work (replacing an earlier one not
+    /// taken yet).
+    pub fn decide(&self, task: &TaskId, decision: &ReviewDecision) -> Result<()> {
+        crate::fsutil::write_json_atomic(&self.review_file(task), decision)
+    }
+
+    /// The decision on `task`'s work, if a person made one (left in place).
+    pub fn decision(&self, task: &TaskId) -> Result<Option<ReviewDecision>> {
+        let path = self.review_file(task);
+        if !path.is_file() {
+            return Ok(None);
+        }
+        crate::fsutil::read_json(&path).map(Some)
+    }
+
+    /// Forget the decision on `task` (it was acted on).
+    pub fn clear_decision(&self, task: &TaskId) -> Result<bool> {
+        remove(&self.review_file(task))
+    }
+}
+
 /// Remove `path`; whether it was there.
 fn remove(path: &Path) -> Result<bool> {
     match std::fs::remove_file(path) {
@@ -172,6 +229,29 @@ mod tests {
         c.request_cancel(&b).unwrap();
         assert_eq!(c.clear_cancels().unwrap(), 2);
         assert!(!c.cancel_requested(&b));
+    }
+
+    #[test]
+    fn a_decision_is_kept_until_cleared() {
+        let tmp = tempfile::tempdir().unwrap();
+        let c = Control::new(tmp.path());
+        let a = TaskId::new("IMPL-001").unwrap();
+        assert_eq!(c.decision(&a).unwrap(), None);
+        let d = ReviewDecision {
+            approved: false,
+            branch: "wavecrew-tasks/s/IMPL-001/1".into(),
+            note: "use a constant".into(),
+            comments: vec![LineComment {
+                file: "src/lib.rs".into(),
+                line: 3,
+                text: "<b>not this</b>".into(),
+            }],
+            at: "2026-11-25T12:00:00Z".into(),
+        };
+        c.decide(&a, &d).unwrap();
+        assert_eq!(c.decision(&a).unwrap(), Some(d));
+        assert!(c.clear_decision(&a).unwrap());
+        assert_eq!(c.decision(&a).unwrap(), None);
     }
 
     #[test]

@@ -43,6 +43,7 @@ pub mod landing;
 pub mod plan_text;
 pub mod prompt;
 pub mod report;
+pub mod review_gate;
 pub mod run;
 pub mod session;
 pub mod worker_command;
