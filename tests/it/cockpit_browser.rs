@@ -375,3 +375,107 @@ fn the_cockpit_follows_a_run_live_shows_agent_text_as_text_opens_a_diff_and_canc
     let _ = ui.kill();
     let _ = ui.wait();
 }
+
+#[test]
+fn a_person_reviews_in_the_page_comments_a_line_rejects_then_approves_and_sees_it_land() {
+    use crate::cockpit_review::{Run, awaiting, review_project, show, task};
+    let note = "Name it v2.";
+    let p = review_project(note);
+    let root = p.path();
+    let mut run = Run::start(root, &["--ui", "--max-parallel", "1"]);
+    let stdout = run.0.as_mut().unwrap().stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stdout).lines();
+        if let Some(Ok(l)) = lines.next() {
+            let _ = tx.send(l);
+        }
+        for _ in lines {}
+    });
+    let url = rx.recv_timeout(PATIENCE).expect("no URL printed");
+    let mut b = Browser::start();
+    b.navigate(&url);
+    b.until(
+        "IMPL-001 shown awaiting review",
+        "document.querySelector('#task-IMPL-001')?.dataset.review === 'awaiting'",
+    );
+    let first = awaiting(root, "IMPL-001").unwrap();
+    assert_eq!(
+        b.eval("document.querySelector('#mq-awaiting-review').textContent"),
+        json!("IMPL-001")
+    );
+    b.eval("window.__same_page = 1; document.querySelector('#task-IMPL-001').click(); true");
+    b.until(
+        "the review panel",
+        "!document.querySelector('#review').hidden",
+    );
+    b.eval("document.querySelector('#show-diff').click(); true");
+    b.until(
+        "the diff's commentable line",
+        "!!document.querySelector('#diff .line[data-file=\"out/one.txt\"][data-line=\"1\"]')",
+    );
+    // A comment on line 1 of out/one.txt, and a note; markup stays text.
+    b.eval(
+        "document.querySelector('#diff .line[data-file=\"out/one.txt\"][data-line=\"1\"]').click(); \
+         document.querySelector('#diff .comment-form input').value = 'say <i>v2</i> here'; \
+         document.querySelector('#diff .comment-form button').click(); \
+         document.querySelector('#review-note').value = 'Name it v2.'; true",
+    );
+    assert_eq!(
+        b.eval("document.querySelector('#review-comments li').firstChild.textContent"),
+        json!("out/one.txt line 1: say <i>v2</i> here")
+    );
+    assert_eq!(
+        b.eval("document.querySelectorAll('#review-comments i').length"),
+        json!(0)
+    );
+    docs_shot("cockpit-review.png", &b.screenshot());
+    b.eval("document.querySelector('#reject').click(); true");
+    until("the revision awaiting review", || {
+        awaiting(root, "IMPL-001").is_some_and(|br| br != first)
+    });
+    let prompts: Vec<String> =
+        std::fs::read_dir(crate::cockpit_review::session_dir(root).join("attempts/IMPL-001"))
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path().join("prompt.md")).ok())
+            .collect();
+    assert!(
+        prompts
+            .iter()
+            .any(|p| p.contains(note) && p.contains("- `out/one.txt` line 1: say <i>v2</i> here")),
+        "{prompts:#?}"
+    );
+    // The page follows: the revision waits for review; approve it.
+    b.until(
+        "the revision shown awaiting review",
+        "document.querySelector('#task-IMPL-001').dataset.review === 'awaiting' && !document.querySelector('#review').hidden",
+    );
+    b.eval("document.querySelector('#approve').click(); true");
+    b.until(
+        "IMPL-001 shown completed",
+        "document.querySelector('#task-IMPL-001').dataset.state === 'completed'",
+    );
+    b.until(
+        "IMPL-001 landed in the merge queue",
+        "document.querySelector('#mq-landed').textContent.includes('IMPL-001')",
+    );
+    b.until(
+        "IMPL-002 shown completed",
+        "document.querySelector('#task-IMPL-002').dataset.state === 'completed'",
+    );
+    assert_eq!(
+        b.eval("window.__same_page"),
+        json!(1),
+        "the page was reloaded"
+    );
+    assert_eq!(run.wait(), 0);
+    assert_eq!(
+        show(root, "wavecrew/TC-review-2026-11-25:out/one.txt").as_deref(),
+        Some("one v2")
+    );
+    assert_eq!(
+        task(root, "IMPL-001").unwrap().status,
+        TaskStatus::Completed
+    );
+}

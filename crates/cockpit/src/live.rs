@@ -12,6 +12,18 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{Value, json};
 use wavecrew_core::{FileTaskStore, TaskId, TaskStore};
 
+/// Whether `task` waits for a person's review (blocked, `awaiting_review`
+/// in its result).
+pub fn awaiting_review(task: &wavecrew_core::Task) -> bool {
+    task.status == wavecrew_core::TaskStatus::Blocked
+        && task
+            .result
+            .as_ref()
+            .and_then(|r| r.get("awaiting_review"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false)
+}
+
 /// How often the bus is looked at.
 pub const BUS_POLL: Duration = Duration::from_millis(25);
 /// How often the store's file times are looked at.
@@ -102,18 +114,34 @@ impl Feed {
         let Ok(task) = FileTaskStore::for_session(&self.session_dir).get(&tid) else {
             return;
         };
-        let state = task.status.as_str().to_owned();
+        // What the page shows of a task: its state, and whether it waits
+        // for a review (a blocked task may start or stop waiting).
+        let state = format!(
+            "{}{}",
+            task.status.as_str(),
+            if awaiting_review(&task) {
+                "+review"
+            } else {
+                ""
+            }
+        );
         if self.states.get(id) == Some(&state) {
             return;
         }
-        self.states.insert(id.to_owned(), state.clone());
+        self.states.insert(id.to_owned(), state);
+        self.push_task(&task, out);
+    }
+
+    fn push_task(&self, task: &wavecrew_core::Task, out: &mut Vec<Change>) {
+        let id = task.id.as_str();
         out.push(Change {
             event: "task",
             data: json!({
                 "id": id,
-                "state": state,
+                "state": task.status.as_str(),
                 "error": task.error(),
                 "attempts": task.attempts,
+                "awaiting_review": awaiting_review(task),
             }),
         });
     }

@@ -32,10 +32,16 @@ pub fn session_view(session_dir: &Path) -> Result<Value, wavecrew_report::Report
         .into_iter()
         .rev()
         .collect();
-    let deps: serde_json::Map<String, Value> = FileTaskStore::for_session(session_dir)
+    let tasks = FileTaskStore::for_session(session_dir)
         .list()
-        .unwrap_or_default()
-        .into_iter()
+        .unwrap_or_default();
+    let awaiting: Vec<&str> = tasks
+        .iter()
+        .filter(|t| crate::live::awaiting_review(t))
+        .map(|t| t.id.as_str())
+        .collect();
+    let deps: serde_json::Map<String, Value> = tasks
+        .iter()
         .map(|t| {
             let d: Vec<&str> = t.blocked_by.iter().map(TaskId::as_str).collect();
             (t.id.as_str().to_owned(), json!(d))
@@ -45,6 +51,7 @@ pub fn session_view(session_dir: &Path) -> Result<Value, wavecrew_report::Report
         "run": run,
         "counts": run.counts(),
         "deps": deps,
+        "awaiting_review": awaiting,
         "paused": wavecrew_core::Control::new(session_dir).is_paused(),
         "bus_offset": offset,
         "recent": recent,

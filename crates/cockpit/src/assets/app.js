@@ -4,7 +4,7 @@
 
 const TOKEN = document.querySelector('meta[name="wavecrew-token"]').content;
 const q = (id) => document.getElementById(id);
-const state = { run: null, tasks: new Map(), open: null, paused: false, source: null, refreshTimer: null };
+const state = { run: null, tasks: new Map(), open: null, paused: false, source: null, refreshTimer: null, awaiting: new Set(), comments: [] };
 
 function el(tag, cls, text) {
   const e = document.createElement(tag);
@@ -34,7 +34,10 @@ async function act(name, task) {
 
 function totals() {
   const counts = {};
-  for (const t of state.tasks.values()) counts[t.state] = (counts[t.state] || 0) + 1;
+  for (const t of state.tasks.values()) {
+    const k = state.awaiting.has(t.id) ? "awaiting" : t.state;
+    counts[k] = (counts[k] || 0) + 1;
+  }
   const box = q("totals");
   box.replaceChildren();
   const run = state.run;
@@ -44,6 +47,7 @@ function totals() {
     ["done", counts.completed || 0],
     ["running", counts.in_progress || 0],
     ["pending", counts.pending || 0],
+    ["awaiting review", counts.awaiting || 0],
     ["failed", (counts.failed || 0) + (counts.blocked || 0)],
     ["skipped", counts.skipped || 0],
     ["tasks", state.tasks.size],
@@ -73,10 +77,15 @@ function taskBox(t) {
   b.id = "task-" + t.id;
   b.dataset.id = t.id;
   b.dataset.state = t.state;
+  if (state.awaiting.has(t.id)) b.dataset.review = "awaiting";
   if (t.critical) b.classList.add("critical");
-  b.append(el("span", "state", t.state), el("span", "id", t.id), el("span", "title", t.title));
+  b.append(el("span", "state", stateText(t)), el("span", "id", t.id), el("span", "title", t.title));
   b.addEventListener("click", () => openTask(t.id));
   return b;
+}
+
+function stateText(t) {
+  return state.awaiting.has(t.id) ? "awaiting review" : t.state;
 }
 
 function renderGraph() {
@@ -112,15 +121,17 @@ function renderMergeQueue() {
     const p = el("div");
     p.append(el("strong", null, title + " (" + (list ? list.length : 0) + ")"));
     const ul = el("ul");
-    ul.id = "mq-" + title;
+    ul.id = "mq-" + title.replace(/ /g, "-");
     (list || []).forEach((x) => ul.append(el("li", null, fmt(x))));
     p.append(ul);
     box.append(p);
   };
+  section("awaiting review", [...state.awaiting], (x) => x);
   section("landed", mq.landed, (x) => x.task + " " + String(x.commit || "").slice(0, 10));
   section("waiting", mq.waiting, (x) => x.task + (x.branch ? " on " + x.branch : ""));
   section("conflicts", mq.conflicts, (x) => (x.task || "") + " " + JSON.stringify(x.files || []));
-  section("blocked", mq.blocked, (x) => (typeof x === "string" ? x : x.task || JSON.stringify(x)));
+  const blocked = (mq.blocked || []).filter((x) => !state.awaiting.has(typeof x === "string" ? x : x.task));
+  section("blocked", blocked, (x) => (typeof x === "string" ? x : x.task || JSON.stringify(x)));
 }
 
 // The merge queue follows its records: a landing moves a task from
@@ -180,6 +191,7 @@ async function load() {
   const v = await api("/api/session");
   state.run = v.run;
   state.tasks = new Map(v.run.tasks.map((t) => [t.id, t]));
+  state.awaiting = new Set(v.awaiting_review);
   q("session-id").textContent = v.run.session_id;
   q("session-status").textContent = v.run.status;
   q("goal").textContent = v.run.task_description;
@@ -218,11 +230,15 @@ function connect(offset) {
     if (!t) { reloadSoon(); return; }
     t.state = c.state;
     t.error = c.error;
+    const wasAwaiting = state.awaiting.has(c.id);
+    if (c.awaiting_review) state.awaiting.add(c.id); else state.awaiting.delete(c.id);
     const b = q("task-" + c.id);
     if (b) {
       b.dataset.state = c.state;
-      b.querySelector(".state").textContent = c.state;
+      if (c.awaiting_review) b.dataset.review = "awaiting"; else delete b.dataset.review;
+      b.querySelector(".state").textContent = stateText(t);
     }
+    if (wasAwaiting !== !!c.awaiting_review) renderMergeQueue();
     totals();
     if (c.id === state.open) refreshSoon();
   });
@@ -269,6 +285,14 @@ async function openTask(id, keepDiff) {
   if (report.usage) meta.push(costText(report.usage));
   q("detail-meta").textContent = meta.join(" · ");
   q("detail-error").textContent = (t.result && t.result.error) || "";
+  const awaiting = !!(t.result && t.result.awaiting_review && t.status === "blocked");
+  q("review").hidden = !awaiting;
+  q("detail").dataset.review = awaiting ? "awaiting" : "";
+  if (!awaiting || q("review").dataset.branch !== String(t.result.branch)) {
+    // A new piece of work to review: no note or comment carried over.
+    q("review").dataset.branch = awaiting ? String(t.result.branch) : "";
+    if (!keepDiff) { state.comments = []; q("review-note").value = ""; renderComments(); }
+  }
   q("retry").disabled = !["failed", "blocked"].includes(t.status);
   q("cancel").disabled = t.status !== "in_progress";
   q("validation").textContent = report.validation ? JSON.stringify(report.validation, null, 2) : "no validation recorded";
@@ -309,19 +333,83 @@ async function showDiff() {
   pre.hidden = false;
   if (d.diff == null) { pre.textContent = "No branch of its own yet (it ran in place, or has not committed)."; return; }
   if (!d.diff.length) { pre.textContent = "The branch changes nothing."; return; }
+  // Each line of the task's version of a file can take a comment: its
+  // file (from "+++ b/…") and line (from the hunk's "+start" on).
+  let file = null;
+  let next = 0;
   for (const line of d.diff.split("\n")) {
     let cls = null;
-    if (line.startsWith("+") && !line.startsWith("+++")) cls = "add";
-    else if (line.startsWith("-") && !line.startsWith("---")) cls = "del";
-    else if (line.startsWith("@@")) cls = "hunk";
-    pre.append(el("span", cls, line + "\n"));
+    let at = null;
+    if (line.startsWith("+++ ")) file = line.startsWith("+++ b/") ? line.slice(6) : null;
+    else if (line.startsWith("--- ")) cls = null;
+    else if (line.startsWith("@@")) {
+      cls = "hunk";
+      const m = /\+(\d+)/.exec(line);
+      next = m ? Number(m[1]) : 0;
+    } else if (line.startsWith("+")) { cls = "add"; at = next++; }
+    else if (line.startsWith("-")) cls = "del";
+    else if (line.startsWith(" ")) at = next++;
+    const span = el("span", cls, line + "\n");
+    if (file && at) {
+      span.classList.add("line");
+      span.dataset.file = file;
+      span.dataset.line = at;
+      span.addEventListener("click", () => commentForm(span));
+    }
+    pre.append(span);
   }
+}
+
+function commentForm(span) {
+  if (span.nextSibling && span.nextSibling.classList && span.nextSibling.classList.contains("comment-form")) return;
+  const form = el("div", "comment-form");
+  const input = el("input");
+  input.placeholder = "Comment on " + span.dataset.file + " line " + span.dataset.line;
+  const add = el("button", null, "Add");
+  add.type = "button";
+  add.addEventListener("click", () => {
+    if (!input.value.trim()) return;
+    state.comments.push({ file: span.dataset.file, line: Number(span.dataset.line), text: input.value });
+    form.remove();
+    renderComments();
+  });
+  form.append(input, add);
+  span.after(form);
+  input.focus();
+}
+
+function renderComments() {
+  const ul = q("review-comments");
+  ul.replaceChildren();
+  state.comments.forEach((c, i) => {
+    const li = el("li", null, c.file + " line " + c.line + ": " + c.text);
+    const x = el("button", null, "remove");
+    x.type = "button";
+    x.addEventListener("click", () => { state.comments.splice(i, 1); renderComments(); });
+    li.append(" ", x);
+    ul.append(li);
+  });
+}
+
+async function review(approve) {
+  const id = state.open;
+  const body = approve ? { task: id } : { task: id, note: q("review-note").value, comments: state.comments };
+  const r = await fetch("/api/action/" + (approve ? "approve" : "reject"), {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-wavecrew-token": TOKEN },
+    body: JSON.stringify(body),
+  });
+  const answer = await r.json();
+  q("notice").textContent = r.ok ? answer.message : "refused: " + answer.error;
+  if (r.ok) { state.comments = []; q("review-note").value = ""; renderComments(); }
 }
 
 q("pause").addEventListener("click", () => act("pause").then((ok) => ok && setPaused(true)));
 q("resume").addEventListener("click", () => act("resume").then((ok) => ok && setPaused(false)));
 q("retry").addEventListener("click", () => act("retry", state.open).then(() => openTask(state.open)));
 q("cancel").addEventListener("click", () => act("cancel", state.open));
+q("approve").addEventListener("click", () => review(true));
+q("reject").addEventListener("click", () => review(false));
 q("show-diff").addEventListener("click", () => showDiff().catch((e) => { q("diff").hidden = false; q("diff").textContent = String(e); }));
 q("detail-close").addEventListener("click", () => { state.open = null; q("detail").hidden = true; });
 load().catch((e) => { q("notice").textContent = "could not read the session: " + e; });
