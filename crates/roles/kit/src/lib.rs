@@ -39,6 +39,7 @@
 
 pub mod attempt;
 pub mod context;
+pub mod landed;
 pub mod landing;
 pub mod plan_text;
 pub mod prompt;
