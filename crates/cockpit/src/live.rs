@@ -129,11 +129,6 @@ impl Feed {
             return;
         }
         self.states.insert(id.to_owned(), state);
-        self.push_task(&task, out);
-    }
-
-    fn push_task(&self, task: &wavecrew_core::Task, out: &mut Vec<Change>) {
-        let id = task.id.as_str();
         out.push(Change {
             event: "task",
             data: json!({
@@ -141,7 +136,7 @@ impl Feed {
                 "state": task.status.as_str(),
                 "error": task.error(),
                 "attempts": task.attempts,
-                "awaiting_review": awaiting_review(task),
+                "awaiting_review": awaiting_review(&task),
             }),
         });
     }

@@ -14,6 +14,7 @@
 //!   its description as the user's instruction, and runs again: one
 //!   revision, which waits for review in turn.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
@@ -60,12 +61,7 @@ pub(crate) fn revision_text(decision: &ReviewDecision) -> String {
     if !decision.comments.is_empty() {
         text.push_str("\nTheir comments on lines of the diff:\n");
         for c in &decision.comments {
-            text.push_str(&format!(
-                "\n- `{}` line {}: {}",
-                c.file,
-                c.line,
-                c.text.trim()
-            ));
+            let _ = write!(text, "\n- `{}` line {}: {}", c.file, c.line, c.text.trim());
         }
         text.push('\n');
     }

@@ -6,6 +6,7 @@
 //! reviews; the prompt fences it as untrusted data and its budget may cut
 //! it (`landed` in the prompt field table).
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use serde_json::Value;
@@ -71,13 +72,14 @@ pub fn landed_changes(session_dir: &Path, task: &Task) -> String {
             .run()
             .unwrap_or_default();
         let cut = diff.len().min(DIFF_LIMIT);
-        out.push_str(&format!("### {} ({})\n{stat}\n\n", dep.as_str(), d.title()));
+        let _ = write!(out, "### {} ({})\n{stat}\n\n", dep.as_str(), d.title());
         out.push_str(&String::from_utf8_lossy(&diff[..cut]));
         if cut < diff.len() {
-            out.push_str(&format!(
+            let _ = write!(
+                out,
                 "\n[diff cut at {DIFF_LIMIT} bytes of {}]\n",
                 diff.len()
-            ));
+            );
         }
         out.push('\n');
     }
