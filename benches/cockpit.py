@@ -138,7 +138,7 @@ class Browser:
              "--remote-debugging-port=0", f"--user-data-dir={profile}",
              "--window-size=1400,900", "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            env={**os.environ, "HOME": profile}, start_new_session=True)
+            env={**os.environ, "HOME": profile, "TMPDIR": profile}, start_new_session=True)
         for line in self.proc.stderr:
             line = line.decode(errors="replace")
             if "ws://" in line:

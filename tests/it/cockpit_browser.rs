@@ -50,7 +50,9 @@ impl Browser {
             &format!("--user-data-dir={}", profile.path().display()),
             "about:blank",
         ])
+        // Chromium's own temporary files go with the profile.
         .env("HOME", profile.path())
+        .env("TMPDIR", profile.path())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
@@ -165,6 +167,15 @@ impl Browser {
 
 impl Drop for Browser {
     fn drop(&mut self) {
+        // Ask it to close (it cleans up after itself), then make sure.
+        self.session.clear();
+        self.next_id += 1;
+        let close = json!({"id": self.next_id, "method": "Browser.close"});
+        let _ = self.ws.send(tungstenite::Message::text(close.to_string()));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.ws.close(None);
         wavecrew_sys::process::kill_group(Some(self.child.id()));
         let _ = self.child.wait();

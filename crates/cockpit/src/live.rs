@@ -47,12 +47,16 @@ pub struct Feed {
     states: HashMap<String, String>,
     paused: bool,
     last_scan: Option<Instant>,
+    /// What to send before anything else.
+    first: Vec<Change>,
 }
 
 impl Feed {
-    /// A feed of `session_dir` from the bus byte `offset` (the page's
-    /// snapshot's `bus_offset`).
-    pub fn new(session_dir: &Path, offset: u64) -> Feed {
+    /// A feed of `session_dir` from the bus byte `offset` and the store as
+    /// of `since` (the page's snapshot's `bus_offset` and `store_since`:
+    /// what changed between the snapshot and this feed is sent first, so
+    /// nothing falls between them).
+    pub fn new(session_dir: &Path, offset: u64, since: SystemTime) -> Feed {
         let mut feed = Feed {
             session_dir: session_dir.to_owned(),
             follower: wavecrew_msgbus::Follower::new(
@@ -64,16 +68,24 @@ impl Feed {
             states: HashMap::new(),
             paused: wavecrew_core::Control::new(session_dir).is_paused(),
             last_scan: None,
+            first: Vec::new(),
         };
-        // The store as it is now: only later changes are news.
-        feed.scan_store(&mut Vec::new());
+        // The store as it is now; a task whose file changed since the
+        // snapshot began is news already.
+        let mut first = Vec::new();
+        feed.scan_store_since(&mut first, Some(since));
+        first.push(Change {
+            event: "control",
+            data: json!({"paused": feed.paused}),
+        });
+        feed.first = first;
         feed.last_scan = Some(Instant::now());
         feed
     }
 
     /// The changes since the last call.
     pub fn poll(&mut self) -> Vec<Change> {
-        let mut out = Vec::new();
+        let mut out = std::mem::take(&mut self.first);
         let records = self.follower.poll_now().unwrap_or_default();
         let mut touched: Vec<String> = Vec::new();
         for r in records {
@@ -115,16 +127,19 @@ impl Feed {
             return;
         };
         // What the page shows of a task: its state, and whether it waits
-        // for a review (a blocked task may start or stop waiting).
-        let state = format!(
-            "{}{}",
-            task.status.as_str(),
-            if awaiting_review(&task) {
-                "+review"
-            } else {
-                ""
-            }
-        );
+        // for a review, of which work (a blocked task may start or stop
+        // waiting; a revision waits on a new branch).
+        let branch = task
+            .result
+            .as_ref()
+            .and_then(|r| r.get("branch"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let state = if awaiting_review(&task) {
+            format!("{}+review:{branch}", task.status.as_str())
+        } else {
+            task.status.as_str().to_owned()
+        };
         if self.states.get(id) == Some(&state) {
             return;
         }
@@ -142,6 +157,13 @@ impl Feed {
     }
 
     fn scan_store(&mut self, out: &mut Vec<Change>) {
+        self.scan_store_since(out, None);
+    }
+
+    /// Look at the store's file times: a file that changed since the last
+    /// look is read again; on the first look (`since` given), only a file
+    /// changed at or after `since` is news, the others set the baseline.
+    fn scan_store_since(&mut self, out: &mut Vec<Change>, since: Option<SystemTime>) {
         let dir = wavecrew_core::SessionLayout::new(&self.session_dir).tasks();
         let mut changed = Vec::new();
         for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
@@ -159,11 +181,15 @@ impl Feed {
             );
             if self.seen.get(id) != Some(&stamp) {
                 self.seen.insert(id.to_owned(), stamp);
-                changed.push(id.to_owned());
+                changed.push((id.to_owned(), since.is_none_or(|t| stamp.0 >= t)));
             }
         }
-        for id in changed {
-            self.read_task(&id, out);
+        for (id, news) in changed {
+            if news {
+                self.read_task(&id, out);
+            } else {
+                self.read_task(&id, &mut Vec::new());
+            }
         }
     }
 }
@@ -182,7 +208,14 @@ mod tests {
         let id = TaskId::new("IMPL-001").unwrap();
         store.create(Task::new(id.clone(), "one", "")).unwrap();
         let bus = crate::actions::session_bus(&dir).unwrap();
-        let mut feed = Feed::new(&dir, 0);
+        let mut feed = Feed::new(
+            &dir,
+            0,
+            SystemTime::now() + std::time::Duration::from_secs(60),
+        );
+        let first = feed.poll();
+        assert_eq!(first.len(), 1, "{first:?}");
+        assert_eq!(first[0].data, json!({"paused": false}));
         assert!(feed.poll().is_empty(), "nothing new yet");
         store
             .update(&id, &mut |t| {
@@ -215,5 +248,38 @@ mod tests {
         let changes = feed.poll();
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].data, json!({"paused": true}));
+    }
+
+    #[test]
+    fn what_changed_after_the_snapshot_began_is_sent_first() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".workflow/.team/TC-live-2026-11-25");
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = FileTaskStore::for_session(&dir);
+        for id in ["IMPL-001", "IMPL-002"] {
+            store
+                .create(Task::new(TaskId::new(id).unwrap(), id, ""))
+                .unwrap();
+        }
+        // The snapshot begins; then IMPL-002 changes, before the feed.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let since = SystemTime::now();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        store
+            .update(&TaskId::new("IMPL-002").unwrap(), &mut |t| {
+                t.status = TaskStatus::InProgress;
+                Ok(())
+            })
+            .unwrap();
+        let mut feed = Feed::new(&dir, 0, since);
+        let tasks: Vec<Value> = feed
+            .poll()
+            .into_iter()
+            .filter(|c| c.event == "task")
+            .map(|c| c.data)
+            .collect();
+        assert_eq!(tasks.len(), 1, "{tasks:?}");
+        assert_eq!(tasks[0]["id"], "IMPL-002");
+        assert_eq!(tasks[0]["state"], "in_progress");
     }
 }

@@ -274,11 +274,16 @@ async fn events(State(c): State<Arc<Cockpit>>, req: Request<Body>) -> Response {
     let from = query_param(req.uri().query(), "from")
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(0);
+    let since = query_param(req.uri().query(), "since")
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(std::time::UNIX_EPOCH, |ms| {
+            std::time::UNIX_EPOCH + Duration::from_millis(ms)
+        });
     let (tx, rx) = tokio::sync::mpsc::channel::<Event>(1024);
     let dir = c.session_dir.clone();
     // One thread per open page: it reads files, never the async threads.
     std::thread::spawn(move || {
-        let mut feed = Feed::new(&dir, from);
+        let mut feed = Feed::new(&dir, from, since);
         while !tx.is_closed() {
             for change in feed.poll() {
                 let event = Event::default()

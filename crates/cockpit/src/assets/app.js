@@ -201,13 +201,13 @@ async function load() {
   totals();
   q("activity").replaceChildren();
   v.recent.forEach(addActivity);
-  connect(v.bus_offset);
+  connect(v.bus_offset, v.store_since);
   if (state.open) openTask(state.open);
 }
 
-function connect(offset) {
+function connect(offset, since) {
   if (state.source) state.source.close();
-  const es = new EventSource("/api/events?token=" + encodeURIComponent(TOKEN) + "&from=" + offset);
+  const es = new EventSource("/api/events?token=" + encodeURIComponent(TOKEN) + "&from=" + offset + "&since=" + since);
   state.source = es;
   es.onopen = () => { q("live").textContent = "live"; };
   es.onerror = () => {
