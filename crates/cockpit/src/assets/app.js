@@ -283,6 +283,15 @@ async function openTask(id, keepDiff) {
   if (report.wave) meta.push("wave " + report.wave);
   if (report.backend) meta.push("backend " + report.backend);
   if (report.usage) meta.push(costText(report.usage));
+  // The governor: how long its attempts waited for their backend, and
+  // whether that backend is paused now.
+  const gov = (report.attempts || []).map((a) => a.governor).filter((g) => g && g.waited_ms);
+  if (gov.length) {
+    const g = gov[gov.length - 1];
+    meta.push("governor: waited " + g.waited_ms + " ms" + (g.waited_for ? " for " + g.waited_for.join(", ") : ""));
+  }
+  const paused = ((state.run.cost || {}).paused || []).find((p) => p.backend === report.backend);
+  if (paused) meta.push("backend " + paused.backend + " paused until " + paused.until + ": " + paused.reason);
   q("detail-meta").textContent = meta.join(" · ");
   q("detail-error").textContent = (t.result && t.result.error) || "";
   const awaiting = !!(t.result && t.result.awaiting_review && t.status === "blocked");
