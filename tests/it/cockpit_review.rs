@@ -322,3 +322,35 @@ fn a_reviewer_prompt_names_the_landed_changes_of_its_blockers_with_their_diff_fe
         "the fence closes before the diff:\n{prompt}"
     );
 }
+
+#[test]
+fn a_task_file_names_its_session_and_one_not_made_yet_is_refused() {
+    let p = review_project("n/a");
+    let root = p.path();
+    for args in [
+        &["ui", "wavecrew.tasks.toml"][..],
+        &["pause", "wavecrew.tasks.toml"][..],
+        &["approve", "wavecrew.tasks.toml", "IMPL-001"][..],
+    ] {
+        let o = run_bin("wavecrew", args, root);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.render());
+        assert!(
+            o.stderr
+                .contains("no session was made from this task file yet"),
+            "{args:?}: {}",
+            o.render()
+        );
+    }
+    let o = run_bin("wavecrew", &["new", "wavecrew.tasks.toml"], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    let o = run_bin(
+        "wavecrew",
+        &["pause", "wavecrew.tasks.toml", "--json"],
+        root,
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert!(session_dir(root).join("control/paused").is_file());
+    let o = run_bin("wavecrew", &["resume", "wavecrew.tasks.toml"], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert!(!session_dir(root).join("control/paused").exists());
+}

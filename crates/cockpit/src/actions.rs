@@ -1,10 +1,11 @@
 //! The actions a person takes on a session, one function for the CLI
-//! (`wavecrew pause|resume|cancel|retry`) and the page's buttons alike:
-//! [`apply`] checks the task and its state, writes the request into the
-//! session's `control/` folder (or the store, for a retry), and records it
-//! on the bus. A running orchestrator honours the request between
-//! dispatches; with none running, a retry and a cancel take effect in the
-//! store at once and a pause holds the next run.
+//! (`wavecrew pause|resume|cancel|retry|approve|reject`) and the page's
+//! buttons alike: [`apply`] checks the task and its state, writes the
+//! request into the session's `control/` folder (or the store, for a
+//! retry), and records it on the bus. A running orchestrator honours the
+//! request between dispatches; with none running, a retry and a cancel
+//! take effect in the store at once, and a pause or a review decision waits
+//! for the next run.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -602,6 +603,55 @@ mod tests {
         apply(&dir, &Action::Resume).unwrap();
         assert!(!Control::new(&dir).is_paused());
         assert_eq!(bus_kinds(&dir), ["dispatch_paused", "dispatch_resumed"]);
+    }
+
+    #[test]
+    fn a_review_decision_is_about_the_branch_that_waits() {
+        let (_tmp, dir) = session(&[
+            ("IMPL-001", &[], TaskStatus::Blocked),
+            ("IMPL-002", &[], TaskStatus::Blocked),
+        ]);
+        let id = TaskId::new("IMPL-001").unwrap();
+        FileTaskStore::for_session(&dir)
+            .update(&id, &mut |t| {
+                t.result =
+                    Some(json!({"awaiting_review": true, "branch": "wavecrew-tasks/s/IMPL-001/2"}));
+                Ok(())
+            })
+            .unwrap();
+        let reject = |note: &str, comments: Vec<LineComment>| Action::Reject {
+            task: id.clone(),
+            note: note.into(),
+            comments,
+        };
+        let e = apply(&dir, &reject("  ", Vec::new())).unwrap_err();
+        assert!(e.to_string().starts_with("a rejection needs a note"), "{e}");
+        let bad = LineComment {
+            file: "a.rs".into(),
+            line: 0,
+            text: "x".into(),
+        };
+        assert!(apply(&dir, &reject("n", vec![bad])).is_err());
+        let e = apply(&dir, &Action::Approve(TaskId::new("IMPL-002").unwrap())).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "IMPL-002 is blocked: approve applies to a task that is awaiting review"
+        );
+        assert!(bus_kinds(&dir).is_empty());
+        apply(&dir, &Action::Approve(id.clone())).unwrap();
+        let d = Control::new(&dir).decision(&id).unwrap().unwrap();
+        assert!(d.approved);
+        assert_eq!(d.branch, "wavecrew-tasks/s/IMPL-001/2");
+        let comment = LineComment {
+            file: "a.rs".into(),
+            line: 2,
+            text: "<b>x</b>".into(),
+        };
+        apply(&dir, &reject("do better", vec![comment.clone()])).unwrap();
+        let d = Control::new(&dir).decision(&id).unwrap().unwrap();
+        assert!(!d.approved);
+        assert_eq!(d.comments, [comment]);
+        assert_eq!(bus_kinds(&dir), ["review_approved", "review_rejection"]);
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //! validation and diff; the merge queue; the totals), and the actions a
 //! person takes on it, which the CLI offers too.
 //!
-//! * [`actions`]: pause, resume, cancel, retry: one [`actions::apply`] for
-//!   the CLI and the page, through the session's `control/` folder
-//!   ([`wavecrew_core::Control`]) and the bus;
+//! * [`actions`]: pause, resume, cancel, retry, approve, reject: one
+//!   [`actions::apply`] for the CLI and the page, through the session's
+//!   `control/` folder ([`wavecrew_core::Control`]) and the bus;
 //! * [`view`]: what the page reads (the snapshot, a task, a diff);
 //! * [`live`]: the changes since the snapshot, for server-sent events;
 //! * [`server`]: the HTTP server, its token and same-origin checks.
