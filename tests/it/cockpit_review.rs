@@ -354,3 +354,44 @@ fn a_task_file_names_its_session_and_one_not_made_yet_is_refused() {
     assert_eq!(o.code, 0, "{}", o.render());
     assert!(!session_dir(root).join("control/paused").exists());
 }
+
+#[test]
+fn a_run_killed_while_work_awaits_review_is_resumed_and_lands_it_once_approved() {
+    let p = review_project("n/a");
+    let root = p.path();
+    let session = session_dir(root).display().to_string();
+    let mut run = Run::start(root, &["--max-parallel", "1"]);
+    until("IMPL-001 awaiting review", || {
+        awaiting(root, "IMPL-001").is_some()
+    });
+    until("IMPL-003 completed", || {
+        task(root, "IMPL-003").is_some_and(|t| t.status == TaskStatus::Completed)
+    });
+    // Nothing else can run (IMPL-002 waits for IMPL-001): kill the run.
+    if let Some(mut child) = run.0.take() {
+        wavecrew_sys::process::kill_group(Some(child.id()));
+        let _ = child.wait();
+    }
+    // The decision is taken while no run is going, and kept for the next.
+    let o = run_bin("wavecrew", &["approve", &session, "IMPL-001"], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert!(
+        o.stdout.contains("at the next `wavecrew run`"),
+        "{}",
+        o.render()
+    );
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert_eq!(
+        show(root, "wavecrew/TC-review-2026-11-25:out/one.txt").as_deref(),
+        Some("one v1")
+    );
+    for t in ["IMPL-001", "IMPL-002", "IMPL-003"] {
+        assert_eq!(task(root, t).unwrap().status, TaskStatus::Completed, "{t}");
+    }
+    assert!(
+        !session_dir(root)
+            .join("control/review/IMPL-001.json")
+            .exists()
+    );
+}
