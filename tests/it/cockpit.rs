@@ -37,13 +37,13 @@ impl Gates {
         std::fs::write(self.path(task), "").unwrap();
     }
 
-    /// A scenario: say hello (with `say`), wait for the gate, write
-    /// `out/<task>.txt`, say done.
+    /// A scenario: say hello (with `say`), write `out/<task>.txt`, wait
+    /// for the gate, say done.
     pub(crate) fn scenario(&self, task: &str, say: &str) -> Value {
         json!({"match": {"task": task}, "steps": [
             {"say": say},
-            {"run": ["sh", "-c", format!("while [ ! -e '{}' ]; do sleep 0.05; done", self.path(task).display())]},
             {"write": {"path": format!("out/{task}.txt"), "content": format!("{task}\n")}},
+            {"run": ["sh", "-c", format!("while [ ! -e '{}' ]; do sleep 0.05; done", self.path(task).display())]},
             {"say": format!("{task} done")}
         ]})
     }

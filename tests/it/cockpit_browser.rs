@@ -340,6 +340,12 @@ fn the_cockpit_follows_a_run_live_shows_agent_text_as_text_opens_a_diff_and_canc
         "IMPL-002 open and cancellable",
         "document.querySelector('#detail-state').textContent === 'in_progress' && !document.querySelector('#cancel').disabled",
     );
+    // Its work in progress, not committed yet, in its diff.
+    b.eval("document.querySelector('#show-diff').click(); true");
+    b.until(
+        "IMPL-002's work in progress",
+        "document.querySelector('#diff').textContent.includes('Work in progress') && [...document.querySelectorAll('#diff .add')].some(e => e.textContent === '+IMPL-002\\n')",
+    );
     b.eval("document.querySelector('#cancel').click(); true");
     b.until(
         "IMPL-002 shown failed",

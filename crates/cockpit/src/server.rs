@@ -265,7 +265,11 @@ async fn diff(State(c): State<Arc<Cockpit>>, UrlPath(id): UrlPath<String>) -> Re
     };
     let dir = c.session_dir.clone();
     match off_thread(move || crate::view::task_diff(&dir, &id)).await {
-        Ok(diff) => axum::Json(json!({"diff": diff})).into_response(),
+        Ok(diff) => axum::Json(json!({
+            "diff": diff.as_ref().map(|d| &d.text),
+            "live": diff.as_ref().is_some_and(|d| d.live),
+        }))
+        .into_response(),
         Err(e) => refuse(StatusCode::INTERNAL_SERVER_ERROR, &e),
     }
 }

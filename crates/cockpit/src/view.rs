@@ -6,6 +6,7 @@
 //! and outcome), and the diff
 //! of its branch against its base ([`task_diff`]), read-only through git.
 
+use std::fmt::Write as _;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -107,10 +108,35 @@ pub fn task_view(session_dir: &Path, id: &TaskId) -> Option<Value> {
     }))
 }
 
+/// A task's diff, as the page shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct TaskDiff {
+    /// `git diff --stat --patch`, at most [`TEXT_LIMIT`] bytes.
+    pub text: String,
+    /// Whether it is the work in progress in the task's worktree (not
+    /// committed yet: tracked changes against its base, and new files not
+    /// added yet), rather than its branch.
+    pub live: bool,
+}
+
+fn repo_of(session_dir: &Path) -> Result<wavecrew_isolation::Repo, String> {
+    match wavecrew_isolation::Repo::open(session_dir) {
+        Ok(None) => wavecrew_isolation::Repo::open_shadow(session_dir),
+        other => other,
+    }
+    .map_err(|e| e.to_string())?
+    .ok_or_else(|| format!("{}: no git repository", session_dir.display()))
+}
+
+fn cut(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(TEXT_LIMIT)]).into_owned()
+}
+
 /// The diff of `id`'s branch against its base (from its result's `branch`
-/// and `base`), at most [`TEXT_LIMIT`] bytes; None when it has no branch
-/// (it ran in place, or has not committed yet).
-pub fn task_diff(session_dir: &Path, id: &TaskId) -> Result<Option<String>, String> {
+/// and `base`) once it committed; while it works, the work in its
+/// worktree as it is now; None when it has neither (it ran in place, or
+/// has not started).
+pub fn task_diff(session_dir: &Path, id: &TaskId) -> Result<Option<TaskDiff>, String> {
     let task = FileTaskStore::for_session(session_dir)
         .get(id)
         .map_err(|e| e.to_string())?;
@@ -121,9 +147,16 @@ pub fn task_diff(session_dir: &Path, id: &TaskId) -> Result<Option<String>, Stri
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    let (Some(branch), Some(base)) = (field("branch"), field("base")) else {
-        return Ok(None);
+    let committed = (field("branch"), field("base"));
+    let (Some(branch), Some(base)) = committed else {
+        return live_diff(session_dir, id);
     };
+    if task.status == wavecrew_core::TaskStatus::InProgress {
+        // A new attempt (a revision) is at work: show it.
+        if let Some(live) = live_diff(session_dir, id)? {
+            return Ok(Some(live));
+        }
+    }
     // Only what git itself would take as a revision: no option-like name.
     if branch.starts_with('-') || base.starts_with('-') {
         return Err(format!(
@@ -131,12 +164,7 @@ pub fn task_diff(session_dir: &Path, id: &TaskId) -> Result<Option<String>, Stri
             id.as_str()
         ));
     }
-    let repo = match wavecrew_isolation::Repo::open(session_dir) {
-        Ok(None) => wavecrew_isolation::Repo::open_shadow(session_dir),
-        other => other,
-    }
-    .map_err(|e| e.to_string())?
-    .ok_or_else(|| format!("{}: no git repository", session_dir.display()))?;
+    let repo = repo_of(session_dir)?;
     let git = if repo.is_shadow() {
         wavecrew_sys::git::git(repo.work_tree())
             .arg(format!("--git-dir={}", repo.common_dir().display()))
@@ -150,6 +178,87 @@ pub fn task_diff(session_dir: &Path, id: &TaskId) -> Result<Option<String>, Stri
         .arg("--")
         .run()
         .map_err(|e| e.to_string())?;
-    let cut = out.len().min(TEXT_LIMIT);
-    Ok(Some(String::from_utf8_lossy(&out[..cut]).into_owned()))
+    Ok(Some(TaskDiff {
+        text: cut(&out),
+        live: false,
+    }))
+}
+
+/// The work in progress in the worktree of `id`'s latest attempt (its
+/// record `worktrees/<task>/<n>.json` names the base): tracked changes
+/// against the base, then each new file not added yet as an addition.
+fn live_diff(session_dir: &Path, id: &TaskId) -> Result<Option<TaskDiff>, String> {
+    let records = session_dir.join("worktrees").join(id.as_str());
+    let latest = std::fs::read_dir(&records)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_suffix(".json")?.parse::<u32>().ok()
+        })
+        .max();
+    let Some(attempt) = latest else {
+        return Ok(None);
+    };
+    let record: Value = std::fs::read(records.join(format!("{attempt}.json")))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let Some(base) = record
+        .get("base")
+        .and_then(Value::as_str)
+        .filter(|b| !b.is_empty() && b.bytes().all(|c| c.is_ascii_hexdigit()))
+    else {
+        return Ok(None);
+    };
+    let repo = repo_of(session_dir)?;
+    let Some(integration) =
+        wavecrew_isolation::Integration::resume(&repo, session_dir).map_err(|e| e.to_string())?
+    else {
+        return Ok(None);
+    };
+    let dir = integration
+        .worktrees_dir()
+        .join(id.as_str())
+        .join(attempt.to_string());
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let tracked = wavecrew_sys::git::git(&dir)
+        .args([
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--stat",
+            "--patch",
+            base,
+            "--",
+        ])
+        .run()
+        .map_err(|e| e.to_string())?;
+    let mut text = cut(&tracked);
+    let untracked = wavecrew_sys::git::git(&dir)
+        .args(["ls-files", "--others", "--exclude-standard", "-z"])
+        .run()
+        .map_err(|e| e.to_string())?;
+    for file in wavecrew_sys::git::split_nul(&untracked) {
+        if text.len() >= TEXT_LIMIT {
+            break;
+        }
+        let content = std::fs::read(dir.join(&file)).unwrap_or_default();
+        let content = String::from_utf8_lossy(&content[..content.len().min(TEXT_LIMIT)]);
+        let lines: Vec<&str> = content.lines().collect();
+        let _ = write!(
+            text,
+            "diff --git a/{file} b/{file}\nnew file, not added yet\n--- /dev/null\n+++ b/{file}\n@@ -0,0 +1,{} @@\n",
+            lines.len()
+        );
+        for l in lines {
+            text.push('+');
+            text.push_str(l);
+            text.push('\n');
+        }
+    }
+    Ok(Some(TaskDiff { text, live: true }))
 }

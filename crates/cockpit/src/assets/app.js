@@ -341,7 +341,8 @@ async function showDiff() {
   pre.replaceChildren();
   pre.hidden = false;
   if (d.diff == null) { pre.textContent = "No branch of its own yet (it ran in place, or has not committed)."; return; }
-  if (!d.diff.length) { pre.textContent = "The branch changes nothing."; return; }
+  if (!d.diff.length) { pre.textContent = d.live ? "Nothing changed in its worktree yet." : "The branch changes nothing."; return; }
+  if (d.live) pre.append(el("span", "hunk", "Work in progress in its worktree, not committed yet (as it is now):\n"));
   // Each line of the task's version of a file can take a comment: its
   // file (from "+++ b/…") and line (from the hunk's "+start" on).
   let file = null;
