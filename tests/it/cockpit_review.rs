@@ -372,6 +372,15 @@ fn a_run_killed_while_work_awaits_review_is_resumed_and_lands_it_once_approved()
         wavecrew_sys::process::kill_group(Some(child.id()));
         let _ = child.wait();
     }
+    // `wavecrew status` says what the task waits for.
+    let o = run_bin("wavecrew", &["status", &session], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert!(
+        o.stdout
+            .contains("IMPL-001 [blocked]: awaiting a person's review"),
+        "{}",
+        o.render()
+    );
     // The decision is taken while no run is going, and kept for the next.
     let o = run_bin("wavecrew", &["approve", &session, "IMPL-001"], root);
     assert_eq!(o.code, 0, "{}", o.render());
@@ -394,4 +403,6 @@ fn a_run_killed_while_work_awaits_review_is_resumed_and_lands_it_once_approved()
             .join("control/review/IMPL-001.json")
             .exists()
     );
+    let done = task(root, "IMPL-001").unwrap();
+    assert_eq!(done.error(), None, "{:?}", done.result);
 }

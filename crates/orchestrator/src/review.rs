@@ -308,6 +308,8 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                     .and_then(|r| r.as_object().cloned())
                     .unwrap_or_default();
                 result.insert("awaiting_review".into(), json!(false));
+                // The wait's own words are no longer true.
+                result.remove("error");
                 if let Value::Object(f) = &fields {
                     result.extend(f.clone());
                 }

@@ -52,6 +52,11 @@ pub async fn hold(
         .map_err(|e| PhaseError(format!("committing the task's work: {e}")))?;
     let report = ReportBuilder::new(TaskStatus::Blocked, AWAITING_REVIEW, task)
         .field(AWAITING_REVIEW, true)
+        // What the reports and `wavecrew status` say of a blocked task.
+        .field(
+            "error",
+            "awaiting a person's review: `wavecrew approve` lands it, `wavecrew reject --note` revises it",
+        )
         .field("branch", &worktree.branch)
         .field("base", &worktree.base)
         .field("commit", commit)
