@@ -88,6 +88,20 @@ pub enum Command {
     Status(commands::report::StatusArgs),
     /// Write every report of a session again (reports/), from its bus and task store.
     Report(commands::report::ReportArgs),
+    /// The live cockpit of a session in the browser: watch it, pause, cancel, retry.
+    Ui(commands::ui::UiArgs),
+    /// Pause a session's dispatch: running tasks go on, no new task starts until `resume`.
+    Pause(commands::control::SessionArgs),
+    /// Resume a paused session's dispatch.
+    Resume(commands::control::SessionArgs),
+    /// Cancel a running task: its worker and what it started are stopped, the task is recorded failed.
+    Cancel(commands::control::TaskArgs),
+    /// Retry a failed or blocked task (and the tasks skipped because of it).
+    Retry(commands::control::TaskArgs),
+    /// Land the work of a task that awaits a person's review (`review = "human"`).
+    Approve(commands::control::TaskArgs),
+    /// Send the work of a task that awaits review back for one revision, with a note saying what to change.
+    Reject(commands::control::RejectArgs),
     /// Run the demo pipeline on a copy of the embedded demo project.
     Demo(commands::demo::DemoArgs),
     /// The team message bus (`ccw team` compatible): log, read, list, status, …
@@ -156,6 +170,13 @@ pub fn wavecrew_main() -> ExitCode {
         Command::Worker(a) => commands::worker::run(&a, cli.config.as_deref()),
         Command::Status(a) => commands::report::status(&a),
         Command::Report(a) => commands::report::report(&a),
+        Command::Ui(a) => commands::ui::run(&a),
+        Command::Pause(a) => commands::control::pause(&a),
+        Command::Resume(a) => commands::control::resume(&a),
+        Command::Cancel(a) => commands::control::cancel(&a),
+        Command::Retry(a) => commands::control::retry(&a),
+        Command::Approve(a) => commands::control::approve(&a),
+        Command::Reject(a) => commands::control::reject(&a),
         Command::Config(c) => commands::config::run(&c, cli.config.as_deref()),
     };
     finish(result)

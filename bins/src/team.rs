@@ -120,6 +120,7 @@ pub fn run_command(command: TeamCommand, config: Option<&Path>) -> CmdResult {
             a.session.as_deref(),
             a.flags.spec(config),
             a.flags.engine.as_deref(),
+            None,
         ),
         TeamCommand::Worker(a) => worker(&a, config),
     }

@@ -7,6 +7,9 @@ pub(crate) const IN_PLACE: &str = "\n[isolation]\nmode = \"in-place\"\n";
 
 mod backend;
 mod check;
+mod cockpit;
+mod cockpit_browser;
+mod cockpit_review;
 mod crash;
 mod docs;
 mod engine;

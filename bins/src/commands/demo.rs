@@ -219,7 +219,7 @@ pub fn run(args: &DemoArgs) -> CmdResult {
         max_parallel: args.max_parallel,
         ..wavecrew_orchestrator::RunSpec::default()
     };
-    let code = super::run::foreground(Some(&session), spec, None)?;
+    let code = super::run::foreground(Some(&session), spec, None, None)?;
     // When the demo's tasks ran in worktrees, its folder is the demo's
     // own, so their work is applied to it (as `wavecrew run --apply` does).
     let code = match code {

@@ -3,6 +3,7 @@
 pub mod backend;
 pub mod check;
 pub mod config;
+pub mod control;
 pub mod demo;
 pub mod engine;
 pub mod init;
@@ -14,4 +15,5 @@ pub mod report;
 pub mod run;
 pub mod shell;
 pub mod tasks;
+pub mod ui;
 pub mod worker;

@@ -37,6 +37,13 @@ pub struct RunArgs {
     /// or the changed files.
     #[arg(long)]
     pub apply: bool,
+    /// Serve the session's live cockpit while it runs (its URL, with the token, is printed;
+    /// see `wavecrew ui`).
+    #[arg(long)]
+    pub ui: bool,
+    /// Where the cockpit of `--ui` listens.
+    #[command(flatten)]
+    pub ui_flags: super::ui::UiFlags,
 }
 
 /// The flags of a foreground run, shared by `wavecrew run` and
@@ -98,6 +105,7 @@ pub fn run(a: &RunArgs, config: Option<&Path>) -> CmdResult {
         Some(&session),
         a.flags.spec(config),
         a.flags.engine.as_deref(),
+        a.ui.then_some(&a.ui_flags),
     );
     // Where the work of an isolated run is; `--apply` takes it.
     let result = match result {
@@ -133,14 +141,23 @@ pub fn prepare(opened: &mut OpenSession) -> Result<(), CliError> {
 
 /// Run the session at `session` in the foreground until its pipeline ends,
 /// with progress lines, then the completion report; on the engine of
-/// `engine` (else `[engine] url`) the tasks go to remote hosts.
-pub fn foreground(session: Option<&Path>, mut spec: RunSpec, engine: Option<&str>) -> CmdResult {
+/// `engine` (else `[engine] url`) the tasks go to remote hosts; with `ui`,
+/// the session's cockpit is served while it runs.
+pub fn foreground(
+    session: Option<&Path>,
+    mut spec: RunSpec,
+    engine: Option<&str>,
+    ui: Option<&super::ui::UiFlags>,
+) -> CmdResult {
     let mut opened = OpenSession::open(session, spec.config_file.as_deref())?;
     prepare(&mut opened)?;
     if let Err(e) = opened.set_hard_budget(spec.hard_budget) {
         output::warning(&e.to_string());
     }
     let rt = runtime()?;
+    if let Some(flags) = ui {
+        rt.block_on(super::ui::start(&opened.valid.dir, flags))?;
+    }
     let engine = match super::engine::url(engine, &opened.config) {
         Some(url) => {
             let run = rt.block_on(super::engine::start(

@@ -15,6 +15,9 @@
 //!   `durations`: what earlier runs measured;
 //! * `ledger`: the bookkeeping thread (progress, skipped records, the
 //!   session file); `worker_runner`: one task's worker, start to end;
+//!   `control`: a person's pause, cancel and retry, read from the
+//!   session's `control/` folder; `review`: the human review gate (a
+//!   parked task landed on approval, revised on rejection);
 //! * [`team`]: spawn-and-stop (`start`, `resume`) and the foreground run
 //!   (`run`); [`finish`]: the end state, reports and banner;
 //!   [`report`]: the completion banner, `reports/summary.md`, `check`;
@@ -29,12 +32,14 @@
 //! assert_eq!(e.to_string(), "Session directory not found: /no/such/TC-x");
 //! ```
 
+mod control;
 mod durations;
 pub mod finish;
 pub mod launch;
 mod ledger;
 pub mod reconcile;
 pub mod report;
+mod review;
 pub mod run;
 pub mod session_file;
 pub mod team;

@@ -486,6 +486,7 @@ impl<B: MessageBus + 'static> Team<B> {
         let mut cursor = blocking(move || bus.since(BusCursor::START).map(|(_, c)| c))
             .await
             .map_err(|e| wavecrew_core::CoreError::Bus(e.to_string()))?;
+        crate::control::clear_stale(&self.valid.dir).await;
         let session_dir = self.valid.dir.clone();
         let measured = blocking(move || Measured::read(&session_dir)).await;
         let runner = Arc::new(WorkerRunner {
@@ -554,6 +555,10 @@ impl<B: MessageBus + 'static> Team<B> {
             {
                 return Ok(true);
             }
+            // Tasks a person reset for a retry meanwhile: another round.
+            created |= !crate::control::take_retries(&self.valid.dir)
+                .await
+                .is_empty();
             if !created {
                 return Ok(false);
             }

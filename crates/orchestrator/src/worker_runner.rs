@@ -12,6 +12,7 @@ use wavecrew_core::{Task, TaskId, TaskStatus, TaskStore};
 use wavecrew_scheduler::{RunOutcome, TaskRunner};
 use wavecrew_sys::process::blocking;
 
+use crate::control::WorkerEnd;
 use crate::launch::Launcher;
 use crate::ledger::{Note, NoteSender};
 use crate::vocabulary::{Interruption, RemoteWorkers, log_record, task_data};
@@ -43,6 +44,10 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
     }
 
     fn ended(&self, task: &Task) -> Option<RunOutcome> {
+        // Validated work waiting for a person: parked, without a slot.
+        if crate::review::awaiting(task) {
+            return Some(RunOutcome::Parked);
+        }
         let outcome = match task.status {
             TaskStatus::Completed => RunOutcome::Succeeded,
             TaskStatus::Failed => RunOutcome::failed(task.error().unwrap_or("failed")),
@@ -156,6 +161,18 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 }
                 continue;
             }
+            // Dispatch paused by a person: hold this task before its
+            // worker starts, then read it again.
+            if crate::control::wait_while_paused(
+                &self.bus,
+                &self.launcher.session_dir,
+                id,
+                self.poll,
+            )
+            .await
+            {
+                continue;
+            }
             let launcher = self.launcher.clone();
             let to_start = task.clone();
             let started = blocking(move || launcher.spawn(&to_start, false)).await;
@@ -171,11 +188,25 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 role: started.role.clone(),
                 pid,
             });
-            let exit = started.child.wait().await;
+            let session_dir = &self.launcher.session_dir;
+            let end =
+                crate::control::wait_or_cancel(&mut started.child, pid, session_dir, id, self.poll)
+                    .await;
             let _ = self.notes.send(Note::Exited {
                 task: id.clone(),
                 pid,
             });
+            let exit = match end {
+                WorkerEnd::Exited(exit) => exit,
+                WorkerEnd::Cancelled => {
+                    let after =
+                        crate::control::record_cancel(&self.store, &self.bus, session_dir, id)
+                            .await?;
+                    return Ok(self
+                        .ended(&after)
+                        .unwrap_or_else(|| RunOutcome::failed("cancelled by a person")));
+                }
+            };
             match exit {
                 // Exit 3: the worker's environment interrupted it (a full
                 // disk): stop starting work, keep the task for a resume.
@@ -287,6 +318,10 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
 
 #[async_trait::async_trait]
 impl<B: MessageBus + 'static> TaskRunner for WorkerRunner<B> {
+    async fn resume(&self, id: &TaskId) -> RunOutcome {
+        self.await_review(id).await
+    }
+
     async fn run(&self, id: &TaskId) -> RunOutcome {
         match self.run_task(id).await {
             Ok(outcome) => outcome,

@@ -11,6 +11,8 @@
 //! * [`terminate_group`]: SIGTERM, a grace period for the group to empty,
 //!   then SIGKILL;
 //! * [`kill_group`]: SIGKILL at once;
+//! * [`terminate_tree`]: a worker's group and the groups of what it
+//!   started (an agent leads its own), found in `/proc`;
 //! * [`Tail`]: the last bytes of a stream, bounded;
 //! * [`blocking`]: synchronous work (fsync, git, the stores) off the async
 //!   runtime's threads;
@@ -201,6 +203,72 @@ pub fn kill_group(pid: Option<u32>) -> bool {
     Pgid::of_leader(pid).is_some_and(|g| g.signal(Signal::SIGKILL))
 }
 
+/// The process groups of everything `pid` started, at any depth (read
+/// from `/proc`): a supervised agent leads a group of its own, which
+/// stopping its parent's group does not reach. Groups that may not be
+/// signalled (wavecrew's own) are left out.
+pub fn descendant_groups(pid: u32) -> Vec<Pgid> {
+    // (pid, ppid, pgid) of every process.
+    let mut procs: Vec<(u32, u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Some(p) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else {
+            continue;
+        };
+        // `pid (comm) state ppid pgrp …`, comm may hold spaces and `)`.
+        let Some(rest) = stat.rfind(')').map(|i| &stat[i + 1..]) else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if let (Some(ppid), Some(pgrp)) = (
+            fields.get(1).and_then(|f| f.parse().ok()),
+            fields.get(2).and_then(|f| f.parse().ok()),
+        ) {
+            procs.push((p, ppid, pgrp));
+        }
+    }
+    let mut seen = vec![pid];
+    let mut groups: Vec<u32> = Vec::new();
+    let mut i = 0;
+    while i < seen.len() {
+        let parent = seen[i];
+        for &(p, ppid, pgrp) in &procs {
+            if ppid == parent && !seen.contains(&p) {
+                seen.push(p);
+                if !groups.contains(&pgrp) {
+                    groups.push(pgrp);
+                }
+            }
+        }
+        i += 1;
+    }
+    groups
+        .into_iter()
+        .filter(|g| *g != pid)
+        .filter_map(|g| Pgid::of_leader(Some(g)))
+        .collect()
+}
+
+/// Stop the worker `pid` leads a group of and everything it started,
+/// groups of their own included ([`descendant_groups`], read before the
+/// worker is signalled): each group gets [`terminate_group`], the
+/// worker's first, so that it cannot start anything new.
+pub async fn terminate_tree(pid: u32, grace: Duration) {
+    let below = descendant_groups(pid);
+    if let Some(g) = Pgid::of_leader(Some(pid)) {
+        terminate_group(g, grace).await;
+    }
+    for g in below {
+        terminate_group(g, grace).await;
+    }
+}
+
 /// Whether the process `pid` exists and has not ended (it may belong to
 /// another user). A zombie (ended, not reaped) counts as gone.
 pub fn pid_alive(pid: u32) -> bool {
@@ -355,6 +423,33 @@ mod tests {
             Vec::<i32>::new(),
             "the background sleep outlived its group"
         );
+    }
+
+    #[tokio::test]
+    async fn a_tree_is_stopped_with_the_groups_its_children_lead() {
+        // A "worker" group whose child starts its own group (as a
+        // supervised agent does): `setsid` makes `sleep` lead a new one.
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", "setsid sleep 600 & wait"])
+            .kill_on_drop(true);
+        let mut child = new_group(&mut cmd).spawn().unwrap();
+        let pid = child.id().unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let mut below = descendant_groups(pid);
+        while below.is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            below = descendant_groups(pid);
+        }
+        assert_eq!(below.len(), 1, "the setsid child's group is found");
+        let agent = below[0];
+        assert_ne!(agent.as_raw(), i32::try_from(pid).unwrap());
+        terminate_tree(pid, Duration::from_millis(200)).await;
+        let _ = child.wait().await.unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while !running_members(agent.as_raw()).is_empty() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(running_members(agent.as_raw()), Vec::<i32>::new());
     }
 
     /// The processes of group `pgid` that have not ended (zombies left out).

@@ -50,7 +50,7 @@ use std::path::{Path, PathBuf};
 use wavecrew_core::{CoreError, RoleName, SessionId, Task, TaskId};
 use wavecrew_scheduler::{BuildOptions, Dag, ProblemKind, ScheduleError, TaskNode};
 
-pub use model::{Argv, Criterion, RoleDef, TaskDef, TaskFile, schema, schema_text};
+pub use model::{Argv, Criterion, Review, RoleDef, TaskDef, TaskFile, schema, schema_text};
 pub use session::{PlannedRole, SessionPlan};
 
 /// The file name `wavecrew init` and the documentation use.
@@ -326,14 +326,14 @@ impl Checker<'_> {
             let mut blocks: Vec<TaskId> =
                 dag.dependents(id.as_str()).into_iter().cloned().collect();
             blocks.sort();
-            tasks.push(session::task_record(
-                &id,
-                def,
-                role,
-                file.backend.as_deref(),
-                deps,
-                blocks,
-            ));
+            let mut task =
+                session::task_record(&id, def, role, file.backend.as_deref(), deps, blocks);
+            // A person reviews its work before it lands: the task's word,
+            // else its role's, else the file's.
+            if def.review.or(role.review).or(file.review) == Some(model::Review::Human) {
+                task.metadata.insert("review".into(), "human".into());
+            }
+            tasks.push(task);
         }
         let used: Vec<PlannedRole> = roles
             .into_iter()
@@ -375,6 +375,7 @@ impl Checker<'_> {
                 inner_loop: r.inner_loop,
                 instructions: r.instructions.to_owned(),
                 built_in: true,
+                review: None,
             })
             .collect();
         for (name, def) in &file.roles {
@@ -454,6 +455,7 @@ impl Checker<'_> {
                 inner_loop: builtin.is_some_and(|b| b.inner_loop),
                 instructions,
                 built_in: false,
+                review: def.review,
             };
             out.retain(|r| r.name != role.name);
             out.push(role);

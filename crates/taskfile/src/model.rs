@@ -38,6 +38,11 @@ pub struct TaskFile {
     /// alias such as `agent`). Default: wavecrew's routing decides.
     #[serde(default)]
     pub backend: Option<String>,
+    /// `"human"`: every task's validated work waits for a person's review
+    /// before it lands (`wavecrew approve` / `reject`, or the cockpit);
+    /// a role or a task can say otherwise.
+    #[serde(default)]
+    pub review: Option<Review>,
     /// Roles besides the built-in `developer` and `reviewer`, or new
     /// instructions for those: `[roles.<name>]`.
     #[serde(default)]
@@ -67,6 +72,22 @@ pub struct RoleDef {
     /// Or a Markdown file holding them, relative to the task file.
     #[serde(default)]
     pub file: Option<String>,
+    /// `"human"`: the validated work of this role's tasks waits for a
+    /// person's review before it lands; `"none"`: it lands at once.
+    /// Default: the file's `review`.
+    #[serde(default)]
+    pub review: Option<Review>,
+}
+
+/// Who reviews a task's validated work before it lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Review {
+    /// A person: the work waits in the merge queue, awaiting review, until
+    /// approved (or rejected with a note, which starts one revision).
+    Human,
+    /// Nobody: validated work lands at once.
+    None,
 }
 
 /// `[[tasks]]`: one piece of work for one agent.
@@ -107,6 +128,11 @@ pub struct TaskDef {
     /// `verify` command that proves it.
     #[serde(default)]
     pub acceptance: Vec<Criterion>,
+    /// `"human"`: its validated work waits for a person's review before it
+    /// lands; `"none"`: it lands at once. Default: its role's `review`, else
+    /// the file's.
+    #[serde(default)]
+    pub review: Option<Review>,
 }
 
 /// One acceptance criterion: `"text"`, or `{ criterion = "text", verify =

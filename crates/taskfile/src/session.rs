@@ -28,6 +28,8 @@ pub struct PlannedRole {
     pub instructions: String,
     /// Whether it is a built-in role used as it is.
     pub built_in: bool,
+    /// Its `review`, when the file says.
+    pub review: Option<crate::model::Review>,
 }
 
 /// A checked task file, ready to become a session.

@@ -13,6 +13,7 @@
 //!   artifacts/             what roles hand to later tasks
 //!   reports/               summary, JUnit, trace, HTML, run summary
 //!   .msg/                  the message bus
+//!   control/               a person's requests (`crate::control::Control`)
 //! ```
 
 use std::path::{Path, PathBuf};

@@ -19,6 +19,7 @@
 pub mod analysis;
 pub mod backend;
 pub mod bus;
+pub mod control;
 pub mod error;
 pub mod fsutil;
 pub mod id;
@@ -35,6 +36,7 @@ pub mod wisdom;
 pub use analysis::{AnalysisTask, GraphEntry, TaskAnalysis};
 pub use backend::{AttemptOutcome, AttemptRequest, Backend, Limits, Mode, OutcomeClass, Usage};
 pub use bus::{BusCursor, BusMessage, ListFilter, ListResult, MessageBus, NewMessage};
+pub use control::{Control, LineComment, ReviewDecision};
 pub use error::{CoreError, Result};
 pub use id::{IdError, IdKind, IdProblem, RoleName, SessionId, TaskId};
 pub use layout::SessionLayout;

@@ -246,6 +246,12 @@ pub const FIELDS: &[Field] = &[
         "the previous attempt's error",
         CUT_OUTPUT,
     ),
+    untrusted(
+        "role",
+        "landed",
+        "the landed changes of the tasks it depends on (commits, files, diff stat and diff, read from git)",
+        CUT_OUTPUT,
+    ),
     task(
         "planex",
         "solution.description",

@@ -227,7 +227,8 @@ mod tests {
                 "test_output": mark("test_output"),
             }),
             "role" => json!({"role": "analyst", "session": "S", "artifacts": "/a",
-                              "instructions": mark("instructions"), "task": task}),
+                              "instructions": mark("instructions"), "task": task,
+                              "landed": mark("landed")}),
             "planex" => json!({
                 "issue": {"id": "ISS-1", "title": mark("issue.title"), "body": mark("issue.body"),
                           "comments": mark("issue.comments")},

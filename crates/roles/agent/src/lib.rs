@@ -98,6 +98,7 @@ impl AgentRole {
             "instructions": self.instructions,
             "task": {"id": task.id.as_str(), "title": task.title(), "description": task.description},
             "wisdom": wavecrew_core::wisdom::read_wisdom(&ctx.session_dir),
+            "landed": wavecrew_role_kit::landed::landed_changes(&ctx.session_dir, task),
             "artifacts": wavecrew_core::SessionLayout::new(&ctx.session_dir).artifacts().display().to_string(),
             "previous_error": null,
         })

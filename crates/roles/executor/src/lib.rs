@@ -528,6 +528,23 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         });
         let failed = syntax_word == "fail" || acceptance_word == "fail" || lane_failure.is_some();
         let used_backend = backend_used(run, &work.decision.backend);
+        // A task that asks for a person's review waits for it, committed
+        // on its branch, instead of landing (the run parks it).
+        if !failed {
+            match wavecrew_role_kit::review_gate::hold(task, &work.workspace, &commit_message(task))
+                .await
+            {
+                Ok(Some(waiting)) => {
+                    return Ok(waiting
+                        .field("files_modified", &files)
+                        .field("validation_results", json!({"syntax": syntax_word, "acceptance": acceptance_word, "tests_found": tests.len(), "code_review": review_status}))
+                        .field("evidence", &evidence)
+                        .build());
+                }
+                Ok(None) => {}
+                Err(e) => return Ok(self.failure_report(task, &e)),
+            }
+        }
         // The merge queue: only validated work lands; a dependency counts
         // as done once its work is on the integration branch.
         let landed = if failed {

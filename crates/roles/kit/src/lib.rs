@@ -39,11 +39,13 @@
 
 pub mod attempt;
 pub mod context;
+pub mod landed;
 pub mod landing;
 pub mod lane;
 pub mod plan_text;
 pub mod prompt;
 pub mod report;
+pub mod review_gate;
 pub mod run;
 pub mod session;
 pub mod worker_command;

@@ -7,7 +7,7 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::task::{Id, JoinError, JoinSet};
+use tokio::task::{AbortHandle, Id, JoinError, JoinSet};
 use tokio::time::Instant;
 use wavecrew_core::TaskId;
 
@@ -79,6 +79,8 @@ pub(super) struct Engine<'d> {
     force_cursor: usize,
     stopping: bool,
     running: HashMap<Id, usize>,
+    /// Parked tasks, whose end [`TaskRunner::resume`] awaits without a slot.
+    parked: HashMap<Id, (usize, AbortHandle)>,
     t0: Instant,
     report: DispatchReport,
 }
@@ -128,6 +130,7 @@ impl<'d> Engine<'d> {
             force_cursor: 0,
             stopping: false,
             running: HashMap::new(),
+            parked: HashMap::new(),
             t0: Instant::now(),
             report: DispatchReport {
                 states: BTreeMap::new(),
@@ -170,8 +173,13 @@ impl<'d> Engine<'d> {
                 _ = &mut shutdown, if !self.report.cancelled => {
                     self.report.cancelled = true;
                     self.stopping = true;
+                    // A parked task waits for a person, who may never come:
+                    // stop waiting; it stays as the store says (not run here).
+                    for (_, handle) in self.parked.values() {
+                        handle.abort();
+                    }
                 }
-                Some(joined) = tasks.join_next_with_id() => self.on_joined(joined),
+                Some(joined) = tasks.join_next_with_id() => self.on_joined(joined, &runner, &mut tasks),
             }
         }
         self.finish()
@@ -235,26 +243,61 @@ impl<'d> Engine<'d> {
         self.ready.extend(deferred);
     }
 
-    fn on_joined(&mut self, joined: Result<(Id, RunOutcome), JoinError>) {
+    fn on_joined<R: TaskRunner + ?Sized + 'static>(
+        &mut self,
+        joined: Result<(Id, RunOutcome), JoinError>,
+        runner: &Arc<R>,
+        tasks: &mut JoinSet<RunOutcome>,
+    ) {
         let (task, outcome) = match joined {
             Ok((task, outcome)) => (task, outcome),
+            Err(e) if e.is_cancelled() && self.parked.contains_key(&e.id()) => {
+                // A parked task no longer awaited (shutdown): not run here.
+                self.parked.remove(&e.id());
+                return;
+            }
             Err(e) => (
                 e.id(),
                 RunOutcome::failed(format!("the task runner did not finish: {e}")),
             ),
         };
-        let Some(i) = self.running.remove(&task) else {
+        let i = if let Some(i) = self.running.remove(&task) {
+            self.gate.release(i);
+            i
+        } else if let Some((i, _)) = self.parked.remove(&task) {
+            i
+        } else {
             return;
         };
-        self.gate.release(i);
         let id = self.id(i);
+        match outcome {
+            RunOutcome::Parked => {
+                self.emit(&DispatchEvent::Parked(id.clone()));
+                let runner = Arc::clone(runner);
+                let handle = tasks.spawn(async move { runner.resume(&id).await });
+                let abort = handle.clone();
+                self.parked.insert(handle.id(), (i, abort));
+                return;
+            }
+            RunOutcome::Again => {
+                self.emit(&DispatchEvent::Finished(id, RunOutcome::Again));
+                if self.stopping {
+                    // Nothing new starts: it is not run again here.
+                    self.slot[i] = Slot::Waiting;
+                } else {
+                    self.make_ready(i);
+                }
+                return;
+            }
+            RunOutcome::Succeeded | RunOutcome::Failed(_) => {}
+        }
         if let Some(span) = self.report.spans.get_mut(&id) {
             span.end = self.t0.elapsed();
         }
         let failed = !outcome.is_success();
         self.slot[i] = Slot::Ended(match &outcome {
-            RunOutcome::Succeeded => FinalState::Succeeded,
             RunOutcome::Failed(m) => FinalState::Failed(m.clone()),
+            _ => FinalState::Succeeded,
         });
         self.emit(&DispatchEvent::Finished(id, outcome));
         self.close(i);

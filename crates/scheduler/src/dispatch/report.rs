@@ -24,6 +24,9 @@ pub enum DispatchEvent {
     Skipped(TaskId, TaskId),
     /// The task was never started (stop after a failure, or cancellation).
     NotRun(TaskId),
+    /// The task's run parked it ([`RunOutcome::Parked`]): its slot is free,
+    /// its end is awaited.
+    Parked(TaskId),
 }
 
 /// How a task ended in a dispatch.

@@ -13,6 +13,13 @@ pub enum RunOutcome {
     Succeeded,
     /// The task failed; the message says why.
     Failed(String),
+    /// The task's work is done but waits for something outside the run (a
+    /// person's review): its slot is freed for other tasks, its dependents
+    /// keep waiting, and [`TaskRunner::resume`] waits for its end.
+    Parked,
+    /// Run the task again from the start: it queues as a ready task and
+    /// takes a slot again (a person asked for a revision).
+    Again,
 }
 
 impl RunOutcome {
@@ -33,6 +40,16 @@ impl RunOutcome {
 pub trait TaskRunner: Send + Sync {
     /// Run the task `id` and say how it ended.
     async fn run(&self, id: &TaskId) -> RunOutcome;
+
+    /// Wait for the end of the task `id`, whose run said
+    /// [`RunOutcome::Parked`]; it holds no slot meanwhile. A runner that
+    /// never parks a task keeps this default, which fails it.
+    async fn resume(&self, id: &TaskId) -> RunOutcome {
+        RunOutcome::failed(format!(
+            "{} was parked, and its runner cannot resume it",
+            id.as_str()
+        ))
+    }
 }
 
 /// A [`TaskRunner`] made from an async closure; see [`runner_fn`].

@@ -439,3 +439,88 @@ async fn empty_graph_finishes_at_once() {
     assert!(events.is_empty());
     assert_eq!(report.makespan, Duration::ZERO);
 }
+
+/// Parks T-A (its review waits 5 s) and asks for T-R to run again once.
+#[derive(Default)]
+struct Reviewing {
+    runs: Mutex<HashMap<String, usize>>,
+}
+
+#[async_trait]
+impl TaskRunner for Reviewing {
+    async fn run(&self, id: &TaskId) -> RunOutcome {
+        let n = {
+            let mut runs = self.runs.lock().unwrap();
+            let n = runs.entry(id.as_str().to_owned()).or_default();
+            *n += 1;
+            *n
+        };
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        match (id.as_str(), n) {
+            ("T-A", _) => RunOutcome::Parked,
+            ("T-R", 1) => RunOutcome::Again,
+            _ => RunOutcome::Succeeded,
+        }
+    }
+
+    async fn resume(&self, id: &TaskId) -> RunOutcome {
+        assert_eq!(id.as_str(), "T-A");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        RunOutcome::Succeeded
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_parked_task_frees_its_slot_and_its_dependents_wait_for_its_end() {
+    let dag = build(vec![
+        node("T-A", &[]),
+        node("T-B", &[]),
+        node("T-C", &["T-A"]),
+        node("T-R", &[]),
+    ]);
+    let runner = Arc::new(Reviewing::default());
+    let log: Log = Arc::default();
+    let sink = Arc::clone(&log);
+    let t0 = Instant::now();
+    let report = Dispatcher::new(&dag, DispatchOptions::default().with_max_parallel(Some(1)))
+        .unwrap()
+        .on_event(move |e| {
+            sink.lock()
+                .unwrap()
+                .push((t0.elapsed().as_secs(), e.clone()));
+        })
+        .run(Arc::clone(&runner))
+        .await;
+    let events = log.lock().unwrap().clone();
+    // One slot: A runs 0–1 s and parks; B and R use the slot meanwhile
+    // (R twice: it asked to run again); C starts only after A's end (6 s).
+    assert!(
+        events.contains(&(1, DispatchEvent::Parked(id("T-A")))),
+        "{events:?}"
+    );
+    assert_eq!(start_of(&report, "T-C"), 6, "{events:?}");
+    assert!(start_of(&report, "T-B") < 6, "{events:?}");
+    assert_eq!(runner.runs.lock().unwrap()["T-R"], 2);
+    for t in ["T-A", "T-B", "T-C", "T-R"] {
+        assert_eq!(report.state(t), Some(&FinalState::Succeeded), "{t}");
+    }
+    assert!(
+        events
+            .iter()
+            .any(|(_, e)| *e == DispatchEvent::Finished(id("T-R"), RunOutcome::Again)),
+        "{events:?}"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_parked_task_is_not_awaited_after_shutdown() {
+    let dag = build(vec![node("T-A", &[]), node("T-C", &["T-A"])]);
+    let runner = Arc::new(Reviewing::default());
+    let report = Dispatcher::new(&dag, DispatchOptions::default())
+        .unwrap()
+        .run_until(runner, tokio::time::sleep(Duration::from_secs(2)))
+        .await;
+    assert!(report.cancelled);
+    assert_eq!(report.state("T-A"), Some(&FinalState::NotRun));
+    assert_eq!(report.state("T-C"), Some(&FinalState::NotRun));
+}
