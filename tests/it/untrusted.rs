@@ -299,3 +299,91 @@ fn the_lane_of_a_task_no_change_undeclared_edits_and_links_out() {
     let landed = git(&root, &["ls-tree", "-r", "--name-only", "wavecrew/TC-lane"]);
     assert!(!landed.contains("link.txt"), "{landed}");
 }
+
+/// A run killed after a task's work landed but before it was recorded:
+/// the next run completes the task from its landing (the trailer on the
+/// integration branch) and never runs its agent again.
+#[test]
+fn a_task_whose_work_landed_completes_from_the_landing_on_resume() {
+    let tmp = TempProject::new();
+    let root: PathBuf = tmp.path().canonicalize().unwrap().join("app");
+    let session = root.join(".workflow/.team/TC-resume");
+    std::fs::create_dir_all(&root).unwrap();
+    let write = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
+    write(
+        ".gitignore",
+        ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+    );
+    write("README.md", "app\n");
+    write(
+        "agent.py",
+        &format!(
+            "import pathlib, sys\ntask = sys.argv[1]\n\
+             with open({:?}, 'a') as f:\n\x20   f.write(task + '\\n')\n\
+             pathlib.Path(task + '.txt').write_text(task + '\\n')\n",
+            session.join("artifacts/runs.txt").display().to_string()
+        ),
+    );
+    write(
+        "wavecrew.toml",
+        &format!(
+            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
+             argv = [\"python3\", {:?}, \"{{task_id}}\"]\nprompt = \"stdin\"\nstream = \"none\"\n\n\
+             [routing]\nmax_retries = 0\nfallback = []\n",
+            root.join("agent.py").display().to_string(),
+        ),
+    );
+    write(
+        "wavecrew.tasks.toml",
+        "goal = \"Two files\"\nsession = \"TC-resume\"\n\n\
+         [[tasks]]\nid = \"IMPL-001\"\ntitle = \"One\"\nfiles = [\"IMPL-001.txt\"]\n\n\
+         [[tasks]]\nid = \"IMPL-002\"\ntitle = \"Two\"\nfiles = [\"IMPL-002.txt\"]\n\
+         depends_on = [\"IMPL-001\"]\n",
+    );
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "start"]);
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    let tip = git(&root, &["rev-parse", "wavecrew/TC-resume"]);
+
+    // As if the run had been killed between IMPL-002's landing and its
+    // record: its task file back to pending, its completion off the bus.
+    let file = session.join("tasks/IMPL-002.json");
+    let mut t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    t["status"] = "pending".into();
+    t.as_object_mut().unwrap().remove("result");
+    std::fs::write(&file, t.to_string()).unwrap();
+    let bus = session.join(".msg/messages.jsonl");
+    let kept: String = std::fs::read_to_string(&bus)
+        .unwrap()
+        .lines()
+        .filter(|l| !(l.contains("\"task_complete\"") && l.contains("IMPL-002")))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&bus, kept).unwrap();
+
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    let store = wavecrew_core::FileTaskStore::for_session(&session);
+    let t = store.get(&TaskId::new("IMPL-002").unwrap()).unwrap();
+    assert_eq!(t.status.as_str(), "completed");
+    let r = t.result.unwrap();
+    assert_eq!(r["completed_from"], "landing", "{r:#}");
+    assert_eq!(
+        r["files_modified"],
+        serde_json::json!(["IMPL-002.txt"]),
+        "{r:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(session.join("artifacts/runs.txt")).unwrap(),
+        "IMPL-001\nIMPL-002\n",
+        "no agent ran again"
+    );
+    assert_eq!(
+        git(&root, &["rev-parse", "wavecrew/TC-resume"]),
+        tip,
+        "nothing landed twice"
+    );
+}

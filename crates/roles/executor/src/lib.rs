@@ -137,6 +137,10 @@ pub struct ExecWork {
     /// In a revision after the merged result failed `[integration]
     /// verify`: the failure, the first attempt's previous error.
     pub previous_error: Option<String>,
+    /// The commit that already landed this task (an earlier run landed it
+    /// and was killed before it could record so): the task completes from
+    /// it and its agent is not run again.
+    pub landed: Option<String>,
 }
 
 fn plan_context(plan: Option<&Plan>, task: &Task) -> String {
@@ -263,7 +267,15 @@ impl Role for Executor {
     async fn prepare(&self, task: &Task) -> Result<ExecWork, PhaseError> {
         let (plan_path, plan, decision) = self.plan_and_backend(task)?;
         let review = resolve_code_review(task, plan.as_ref());
-        let workspace = self.ctx.workspace(task, task.attempts)?;
+        // Work that already landed is the task's evidence: no worktree,
+        // no agent (see `ExecWork::landed`).
+        let landed = self.ctx.landed_commit(task)?;
+        let workspace = match &landed {
+            Some(_) => wavecrew_role_kit::Workspace::InPlace {
+                dir: self.ctx.project_root.clone(),
+            },
+            None => self.ctx.workspace(task, task.attempts)?,
+        };
         Ok(ExecWork {
             cwd: Self::work_dir(task, workspace.dir())?,
             workspace,
@@ -274,10 +286,14 @@ impl Role for Executor {
             run: None,
             conflict: None,
             previous_error: None,
+            landed,
         })
     }
 
     async fn execute(&self, task: &Task, work: &mut ExecWork) -> Result<(), PhaseError> {
+        if work.landed.is_some() {
+            return Ok(());
+        }
         let ctx = &self.ctx;
         let mut fixed = self.prompt_values(task, work.plan.as_ref(), &work.cwd);
         fixed["conflict"] = json!(work.conflict);
@@ -360,6 +376,9 @@ impl Role for Executor {
     /// second conflict leaves the task `blocked` for a person, naming the
     /// other tasks and the files.
     async fn validate(&self, task: &Task, work: &ExecWork) -> Report {
+        if let Some(commit) = &work.landed {
+            return self.completed_from_landing(task, commit);
+        }
         wavecrew_role_kit::land_with_one_revision(self, task, work).await
     }
 
@@ -429,6 +448,7 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
             run: None,
             conflict: conflict.conflict_brief(&work.workspace),
             previous_error: conflict.rejection_brief(),
+            landed: None,
         };
         self.execute(task, &mut revision).await?;
         Ok(revision)
@@ -653,6 +673,33 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
             .field("timestamp", now())
             .field("evidence", evidence)
             .build())
+    }
+}
+
+impl Executor {
+    /// The report of a task whose work an earlier run landed (`commit`,
+    /// found by its trailer on the integration branch): completed, with
+    /// the files of that landing; nothing is run or landed again.
+    fn completed_from_landing(&self, task: &Task, commit: &str) -> Report {
+        let files = wavecrew_sys::git::git(&self.ctx.project_root)
+            .args(["diff-tree", "--no-commit-id", "--name-only", "-r", "-z"])
+            .arg(format!("{commit}^1"))
+            .arg(commit)
+            .run()
+            .map(|out| wavecrew_sys::git::split_nul(&out))
+            .unwrap_or_default();
+        ReportBuilder::completed("task_complete", task)
+            .field("status", "success")
+            .field("files_modified", &files)
+            .field("merge_commit", commit)
+            .field("completed_from", "landing")
+            .field("timestamp", now())
+            .summary(format!(
+                "{} complete: its work had already landed ({}); the agent was not run again",
+                task.id.as_str(),
+                &commit[..commit.len().min(10)]
+            ))
+            .build()
     }
 }
 
