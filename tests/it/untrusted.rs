@@ -360,7 +360,7 @@ fn a_task_whose_work_landed_completes_from_the_landing_on_resume() {
         .unwrap()
         .lines()
         .filter(|l| !(l.contains("\"task_complete\"") && l.contains("IMPL-002")))
-        .map(|l| format!("{l}\n"))
+        .flat_map(|l| [l, "\n"])
         .collect();
     std::fs::write(&bus, kept).unwrap();
 
