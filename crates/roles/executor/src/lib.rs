@@ -22,7 +22,7 @@
 //! assert_eq!(is_critical("Rapid prototyping"), None);
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -141,6 +141,19 @@ pub struct ExecWork {
     /// and was killed before it could record so): the task completes from
     /// it and its agent is not run again.
     pub landed: Option<String>,
+}
+
+/// The final message of `task`'s latest attempt (its `outcome.json`).
+fn last_final_message(session_dir: &Path, task: &Task) -> Option<String> {
+    let dir = wavecrew_core::SessionLayout::new(session_dir).attempts(task.id.as_str());
+    let latest = std::fs::read_dir(&dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .max()?;
+    let text = std::fs::read_to_string(dir.join(latest.to_string()).join("outcome.json")).ok()?;
+    let outcome: serde_json::Value = serde_json::from_str(&text).ok()?;
+    outcome["final_message"].as_str().map(str::to_owned)
 }
 
 fn plan_context(plan: Option<&Plan>, task: &Task) -> String {
@@ -688,6 +701,16 @@ impl Executor {
             .run()
             .map(|out| wavecrew_sys::git::split_nul(&out))
             .unwrap_or_default();
+        // What the agent learned, if the killed run had not written it yet
+        // (a line already there is not written again).
+        if let Some(learned) = last_final_message(&self.ctx.session_dir, task) {
+            let _ = wavecrew_core::wisdom::append_wisdom(
+                &self.ctx.session_dir,
+                "executor",
+                &task.id,
+                &learned,
+            );
+        }
         ReportBuilder::completed("task_complete", task)
             .field("status", "success")
             .field("files_modified", &files)
