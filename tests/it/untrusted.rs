@@ -52,42 +52,65 @@ fn stdout_of(session: &Path, task: &str) -> String {
     text
 }
 
+/// The folder of the test project `app` in `tmp`.
+fn app_root(tmp: &TempProject) -> PathBuf {
+    tmp.path().canonicalize().unwrap().join("app")
+}
+
+/// Write `files` into the project at `root`, with a `wavecrew.toml` whose
+/// agent is `python3 <root>/agent.py <args…>` (argv; `{task_id}` is a
+/// placeholder) and `extra` after it, then commit them all on `main`.
+fn commit_project(root: &Path, files: &[(&str, &str)], args: &[&str], extra: &str) {
+    std::fs::create_dir_all(root).unwrap();
+    for (rel, text) in files {
+        std::fs::write(root.join(rel), text).unwrap();
+    }
+    let command: Vec<String> = std::iter::once("python3".to_owned())
+        .chain(std::iter::once(root.join("agent.py").display().to_string()))
+        .chain(args.iter().map(|a| (*a).to_owned()))
+        .collect();
+    std::fs::write(
+        root.join("wavecrew.toml"),
+        format!(
+            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
+             argv = {command:?}\nprompt = \"stdin\"\nstream = \"none\"\n\n\
+             [routing]\nmax_retries = 0\nfallback = []\n{extra}"
+        ),
+    )
+    .unwrap();
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-qm", "start"]);
+}
+
 #[test]
 fn a_confined_agent_cannot_reach_the_checkout_the_session_or_git_config() {
     let tmp = TempProject::new();
-    let root: PathBuf = tmp.path().canonicalize().unwrap().join("app");
+    let root = app_root(&tmp);
     let session = root.join(".workflow/.team/TC-untrusted");
-    std::fs::create_dir_all(&root).unwrap();
-    let write = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
-    // No `.workflow/` in .gitignore: the agent's `git add -A` sees the
-    // session link in its worktree.
-    write(
-        ".gitignore",
-        "agent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+    let (project, session_arg) = (root.display().to_string(), session.display().to_string());
+    commit_project(
+        &root,
+        &[
+            // No `.workflow/` in .gitignore: the agent's `git add -A` sees
+            // the session link in its worktree.
+            (
+                ".gitignore",
+                "agent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+            ),
+            ("README.md", "app\n"),
+            ("agent.py", AGENT),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"Two files\"\nsession = \"TC-untrusted\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"One\"\nfiles = [\"one.txt\"]\n\n\
+                 [[tasks]]\nid = \"IMPL-002\"\ntitle = \"Two\"\nfiles = [\"two.txt\"]\n\
+                 depends_on = [\"IMPL-001\"]\n",
+            ),
+        ],
+        &["{task_id}", &project, &session_arg],
+        "",
     );
-    write("README.md", "app\n");
-    write("agent.py", AGENT);
-    write(
-        "wavecrew.toml",
-        &format!(
-            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
-             argv = [\"python3\", {:?}, \"{{task_id}}\", {:?}, {:?}]\nprompt = \"stdin\"\n\
-             stream = \"none\"\n\n[routing]\nmax_retries = 0\nfallback = []\n",
-            root.join("agent.py").display().to_string(),
-            root.display().to_string(),
-            session.display().to_string(),
-        ),
-    );
-    write(
-        "wavecrew.tasks.toml",
-        "goal = \"Two files\"\nsession = \"TC-untrusted\"\n\n\
-         [[tasks]]\nid = \"IMPL-001\"\ntitle = \"One\"\nfiles = [\"one.txt\"]\n\n\
-         [[tasks]]\nid = \"IMPL-002\"\ntitle = \"Two\"\nfiles = [\"two.txt\"]\n\
-         depends_on = [\"IMPL-001\"]\n",
-    );
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["add", "."]);
-    git(&root, &["commit", "-qm", "start"]);
     let config_before = std::fs::read_to_string(root.join(".git/config")).unwrap();
 
     let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
@@ -153,19 +176,10 @@ fn a_confined_agent_cannot_reach_the_checkout_the_session_or_git_config() {
 #[test]
 fn planted_git_configuration_and_hooks_are_put_back_and_fail_the_task() {
     let tmp = TempProject::new();
-    let root: PathBuf = tmp.path().canonicalize().unwrap().join("app");
+    let root = app_root(&tmp);
     let marker = tmp.path().canonicalize().unwrap().join("ran");
-    std::fs::create_dir_all(&root).unwrap();
-    let write = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
-    write(
-        ".gitignore",
-        ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
-    );
-    write(".gitattributes", "*.txt filter=planted\n");
-    write(
-        "agent.py",
-        &format!(
-            "import os, pathlib, subprocess\n\
+    let agent = format!(
+        "import os, pathlib, subprocess\n\
              common = subprocess.run(['git', 'rev-parse', '--path-format=absolute', \
              '--git-common-dir'], capture_output=True, text=True).stdout.strip()\n\
              touch = 'touch {marker}'\n\
@@ -177,26 +191,26 @@ fn planted_git_configuration_and_hooks_are_put_back_and_fail_the_task() {
              \x20   p.write_text('#!/bin/sh\\n' + touch + '\\n')\n\
              \x20   p.chmod(0o755)\n\
              pathlib.Path('one.txt').write_text('one\\n')\n",
-            marker = marker.display()
-        ),
+        marker = marker.display()
     );
-    write(
-        "wavecrew.toml",
-        &format!(
-            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
-             argv = [\"python3\", {:?}]\nprompt = \"stdin\"\nstream = \"none\"\n\n\
-             [routing]\nmax_retries = 0\nfallback = []\n\n[isolation]\nsandbox = \"off\"\n",
-            root.join("agent.py").display().to_string(),
-        ),
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+            ),
+            (".gitattributes", "*.txt filter=planted\n"),
+            ("agent.py", &agent),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"One file\"\nsession = \"TC-planted\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"One\"\nfiles = [\"one.txt\"]\n",
+            ),
+        ],
+        &[],
+        "\n[isolation]\nsandbox = \"off\"\n",
     );
-    write(
-        "wavecrew.tasks.toml",
-        "goal = \"One file\"\nsession = \"TC-planted\"\n\n\
-         [[tasks]]\nid = \"IMPL-001\"\ntitle = \"One\"\nfiles = [\"one.txt\"]\n",
-    );
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["add", "."]);
-    git(&root, &["commit", "-qm", "start"]);
     let config_before = std::fs::read_to_string(root.join(".git/config")).unwrap();
 
     let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
@@ -227,7 +241,7 @@ fn planted_git_configuration_and_hooks_are_put_back_and_fail_the_task() {
 #[test]
 fn the_lane_of_a_task_no_change_undeclared_edits_and_links_out() {
     let tmp = TempProject::new();
-    let root: PathBuf = tmp.path().canonicalize().unwrap().join("app");
+    let root = app_root(&tmp);
     std::fs::create_dir_all(&root).unwrap();
     let write = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
     write(
@@ -247,15 +261,6 @@ fn the_lane_of_a_task_no_change_undeclared_edits_and_links_out() {
          print(task + ' done')\n",
     );
     write(
-        "wavecrew.toml",
-        &format!(
-            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
-             argv = [\"python3\", {:?}, \"{{task_id}}\"]\nprompt = \"stdin\"\nstream = \"none\"\n\n\
-             [routing]\nmax_retries = 0\nfallback = []\n",
-            root.join("agent.py").display().to_string(),
-        ),
-    );
-    write(
         "wavecrew.tasks.toml",
         "goal = \"Lanes\"\nsession = \"TC-lane\"\n\n\
          [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Does nothing\"\nfiles = [\"a.txt\"]\n\n\
@@ -264,9 +269,7 @@ fn the_lane_of_a_task_no_change_undeclared_edits_and_links_out() {
          [[tasks]]\nid = \"IMPL-004\"\ntitle = \"Checks, may find nothing\"\n\
          files = [\"a.txt\"]\nmay_change_nothing = true\n",
     );
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["add", "."]);
-    git(&root, &["commit", "-qm", "start"]);
+    commit_project(&root, &[], &["{task_id}"], "");
 
     let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
     assert_eq!(o.code, 1, "{}", o.render());
@@ -306,7 +309,7 @@ fn the_lane_of_a_task_no_change_undeclared_edits_and_links_out() {
 #[test]
 fn a_task_whose_work_landed_completes_from_the_landing_on_resume() {
     let tmp = TempProject::new();
-    let root: PathBuf = tmp.path().canonicalize().unwrap().join("app");
+    let root = app_root(&tmp);
     let session = root.join(".workflow/.team/TC-resume");
     std::fs::create_dir_all(&root).unwrap();
     let write = |rel: &str, text: &str| std::fs::write(root.join(rel), text).unwrap();
@@ -325,24 +328,13 @@ fn a_task_whose_work_landed_completes_from_the_landing_on_resume() {
         ),
     );
     write(
-        "wavecrew.toml",
-        &format!(
-            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
-             argv = [\"python3\", {:?}, \"{{task_id}}\"]\nprompt = \"stdin\"\nstream = \"none\"\n\n\
-             [routing]\nmax_retries = 0\nfallback = []\n",
-            root.join("agent.py").display().to_string(),
-        ),
-    );
-    write(
         "wavecrew.tasks.toml",
         "goal = \"Two files\"\nsession = \"TC-resume\"\n\n\
          [[tasks]]\nid = \"IMPL-001\"\ntitle = \"One\"\nfiles = [\"IMPL-001.txt\"]\n\n\
          [[tasks]]\nid = \"IMPL-002\"\ntitle = \"Two\"\nfiles = [\"IMPL-002.txt\"]\n\
          depends_on = [\"IMPL-001\"]\n",
     );
-    git(&root, &["init", "-q", "-b", "main"]);
-    git(&root, &["add", "."]);
-    git(&root, &["commit", "-qm", "start"]);
+    commit_project(&root, &[], &["{task_id}"], "");
     let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
     assert_eq!(o.code, 0, "{}", o.render());
     let tip = git(&root, &["rev-parse", "wavecrew/TC-resume"]);
