@@ -43,7 +43,8 @@ impl Gates {
         json!({"match": {"task": task}, "steps": [
             {"say": say},
             {"write": {"path": format!("out/{task}.txt"), "content": format!("{task}\n")}},
-            {"run": ["sh", "-c", format!("while [ ! -e '{}' ]; do sleep 0.05; done", self.path(task).display())]},
+            // The gate's path is an argument of the script, never part of it.
+            {"run": ["sh", "-c", "while [ ! -e \"$1\" ]; do sleep 0.05; done", "sh", self.path(task).display().to_string()]},
             {"say": format!("{task} done")}
         ]})
     }

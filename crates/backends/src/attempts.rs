@@ -142,14 +142,7 @@ pub fn task_attempts_dir(session_dir: &Path, task_id: &TaskId) -> PathBuf {
 
 /// Numbers of the attempt folders that exist, sorted.
 pub fn existing_attempts(dir: &Path) -> Vec<u32> {
-    let mut n: Vec<u32> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    n.sort_unstable();
-    n
+    wavecrew_core::layout::attempt_numbers(dir)
 }
 
 /// The native session of an interrupted attempt: `(backend, session id)`.

@@ -12,18 +12,6 @@ use std::time::{Duration, Instant, SystemTime};
 use serde_json::{Value, json};
 use wavecrew_core::{FileTaskStore, TaskId, TaskStore};
 
-/// Whether `task` waits for a person's review (blocked, `awaiting_review`
-/// in its result).
-pub fn awaiting_review(task: &wavecrew_core::Task) -> bool {
-    task.status == wavecrew_core::TaskStatus::Blocked
-        && task
-            .result
-            .as_ref()
-            .and_then(|r| r.get("awaiting_review"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-}
-
 /// How often the bus is looked at.
 pub const BUS_POLL: Duration = Duration::from_millis(25);
 /// How often the store's file times are looked at.
@@ -135,7 +123,7 @@ impl Feed {
             .and_then(|r| r.get("branch"))
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let state = if awaiting_review(&task) {
+        let state = if task.awaiting_review() {
             format!("{}+review:{branch}", task.status.as_str())
         } else {
             task.status.as_str().to_owned()
@@ -151,7 +139,7 @@ impl Feed {
                 "state": task.status.as_str(),
                 "error": task.error(),
                 "attempts": task.attempts,
-                "awaiting_review": awaiting_review(&task),
+                "awaiting_review": task.awaiting_review(),
             }),
         });
     }

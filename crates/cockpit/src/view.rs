@@ -38,7 +38,7 @@ pub fn session_view(session_dir: &Path) -> Result<Value, wavecrew_report::Report
         .unwrap_or_default();
     let awaiting: Vec<&str> = tasks
         .iter()
-        .filter(|t| crate::live::awaiting_review(t))
+        .filter(|t| t.awaiting_review())
         .map(|t| t.id.as_str())
         .collect();
     let deps: serde_json::Map<String, Value> = tasks
@@ -71,13 +71,7 @@ pub fn task_view(session_dir: &Path, id: &TaskId) -> Option<Value> {
     let task = FileTaskStore::for_session(session_dir).get(id).ok()?;
     let layout = SessionLayout::new(session_dir);
     let dir = layout.attempts(id.as_str());
-    let mut numbers: Vec<u32> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    numbers.sort_unstable();
+    let numbers = layout.attempt_numbers(id.as_str());
     let attempts: Vec<Value> = numbers
         .iter()
         .map(|n| {

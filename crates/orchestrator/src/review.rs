@@ -28,17 +28,6 @@ use crate::ledger::Note;
 use crate::vocabulary::{log_record, task_data};
 use crate::worker_runner::WorkerRunner;
 
-/// Whether `task` waits for a person's review.
-pub(crate) fn awaiting(task: &Task) -> bool {
-    task.status == TaskStatus::Blocked
-        && task
-            .result
-            .as_ref()
-            .and_then(|r| r.get("awaiting_review"))
-            .and_then(Value::as_bool)
-            .unwrap_or(false)
-}
-
 fn result_str(task: &Task, key: &str) -> Option<String> {
     task.result
         .as_ref()
@@ -90,7 +79,7 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
         let control = Control::new(&self.launcher.session_dir);
         loop {
             let task = self.read(id).await?;
-            if !awaiting(&task) {
+            if !task.awaiting_review() {
                 // Changed by other means meanwhile (a retry): take it as it is.
                 return Ok(match task.status {
                     TaskStatus::Completed => RunOutcome::Succeeded,

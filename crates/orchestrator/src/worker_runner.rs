@@ -45,7 +45,7 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
 
     fn ended(&self, task: &Task) -> Option<RunOutcome> {
         // Validated work waiting for a person: parked, without a slot.
-        if crate::review::awaiting(task) {
+        if task.awaiting_review() {
             return Some(RunOutcome::Parked);
         }
         let outcome = match task.status {

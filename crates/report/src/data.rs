@@ -118,14 +118,9 @@ pub fn read_bus(session_dir: &Path) -> Vec<Value> {
 }
 
 fn attempts_of(session_dir: &Path, id: &TaskId) -> Vec<AttemptInfo> {
-    let dir = wavecrew_core::SessionLayout::new(session_dir).attempts(id.as_str());
-    let mut numbers: Vec<u32> = std::fs::read_dir(&dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse().ok())
-        .collect();
-    numbers.sort_unstable();
+    let layout = wavecrew_core::SessionLayout::new(session_dir);
+    let dir = layout.attempts(id.as_str());
+    let numbers = layout.attempt_numbers(id.as_str());
     numbers
         .into_iter()
         .map(|n| {

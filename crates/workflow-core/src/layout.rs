@@ -23,6 +23,18 @@ pub const TEAM_SESSION: &str = "team-session.json";
 /// `task-analysis.json`.
 pub const TASK_ANALYSIS: &str = "task-analysis.json";
 
+/// The numbers of the attempt folders (`<n>/`) in `dir`, sorted.
+pub fn attempt_numbers(dir: &Path) -> Vec<u32> {
+    let mut numbers: Vec<u32> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+        .collect();
+    numbers.sort_unstable();
+    numbers
+}
+
 /// The paths of one session folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionLayout {
@@ -63,6 +75,11 @@ impl SessionLayout {
     /// `attempts/<task>/`: every attempt of one task.
     pub fn attempts(&self, task: &str) -> PathBuf {
         self.attempts_root().join(task)
+    }
+
+    /// The numbers of `task`'s attempt folders there are, sorted.
+    pub fn attempt_numbers(&self, task: &str) -> Vec<u32> {
+        attempt_numbers(&self.attempts(task))
     }
 
     /// `workers/`.

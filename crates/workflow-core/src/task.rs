@@ -169,6 +169,18 @@ const CANONICAL: &[&str] = &[
 ];
 
 impl Task {
+    /// Whether the task waits for a person's review: blocked, with
+    /// `awaiting_review` in its result (a `review = "human"` gate).
+    pub fn awaiting_review(&self) -> bool {
+        self.status == TaskStatus::Blocked
+            && self
+                .result
+                .as_ref()
+                .and_then(|r| r.get("awaiting_review"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+    }
+
     /// A new pending task with a subject and description.
     pub fn new(id: TaskId, subject: impl Into<String>, description: impl Into<String>) -> Self {
         Task {

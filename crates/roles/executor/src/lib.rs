@@ -145,12 +145,9 @@ pub struct ExecWork {
 
 /// The final message of `task`'s latest attempt (its `outcome.json`).
 fn last_final_message(session_dir: &Path, task: &Task) -> Option<String> {
-    let dir = wavecrew_core::SessionLayout::new(session_dir).attempts(task.id.as_str());
-    let latest = std::fs::read_dir(&dir)
-        .ok()?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .max()?;
+    let layout = wavecrew_core::SessionLayout::new(session_dir);
+    let dir = layout.attempts(task.id.as_str());
+    let latest = *layout.attempt_numbers(task.id.as_str()).last()?;
     let text = std::fs::read_to_string(dir.join(latest.to_string()).join("outcome.json")).ok()?;
     let outcome: serde_json::Value = serde_json::from_str(&text).ok()?;
     outcome["final_message"].as_str().map(str::to_owned)
