@@ -154,12 +154,23 @@ fn writable(dir: &Path) -> bool {
         .is_ok()
 }
 
-/// Where attempt `attempt` of `task` of session `session` works, whether or
-/// not its worktree exists yet (what `wavecrew prompt` shows).
+/// Where attempt `attempt` of `task` of session `session` works (what
+/// `wavecrew prompt` shows): its worktree when it has one, else the slot a
+/// new attempt would take now (the first pooled worktree, or the first
+/// free slot).
 pub fn worktree_path(repo: &Repo, session: &str, task: &str, attempt: u32) -> PathBuf {
-    worktrees_dir(repo, session)
-        .join(task)
-        .join(attempt.to_string())
+    let slots = worktrees_dir(repo, session).join(crate::pool::SLOTS_DIR);
+    let branch = format!(
+        "refs/heads/{}{session}/{task}/{attempt}",
+        crate::worktree::TASK_BRANCH_PREFIX
+    );
+    let listed = crate::worktree::list_worktrees(repo).unwrap_or_default();
+    listed
+        .iter()
+        .find(|l| !l.prunable && l.branch.as_deref() == Some(branch.as_str()))
+        .map(|l| l.path.clone())
+        .or_else(|| crate::pool::pooled(&slots, &listed))
+        .unwrap_or_else(|| crate::pool::free_slot(&slots, &listed))
 }
 
 impl Integration {

@@ -39,10 +39,12 @@
 //!   nothing.
 //! - [`Inspection::read`] reads the branch and what landed on it, in
 //!   landing order, without changing anything (for status and reports).
-//! - [`Integration::release_worktree`] keeps a landed attempt's worktree
-//!   in the session's warm pool (`.pool/<n>/`), and the next new attempt
+//! - Every attempt works in a numbered slot (`slots/<n>/`) that never
+//!   moves; [`Integration::release_worktree`] keeps a landed attempt's
+//!   worktree there, detached (the warm pool), and the next new attempt
 //!   takes it over, reset to its base by git with the ignored build output
-//!   kept, so the second task of a session builds incrementally.
+//!   kept, so the second task of a session builds incrementally at the same
+//!   path (compilers key incremental state by path).
 //! - [`Integration::prune_stale`], [`Integration::remove_worktree`] and
 //!   [`Integration::clean`] tidy up; [`Integration::apply`] fast-forwards
 //!   the user's branch to the result when nothing moved meanwhile; on a
@@ -57,9 +59,9 @@
 //! | --- | --- |
 //! | integration branch | `refs/heads/wavecrew/<session-id>` |
 //! | task branches | `refs/heads/wavecrew-tasks/<session-id>/<task>/<attempt>` (not under `wavecrew/<session-id>/`: git cannot have a ref and a folder of refs of one name) |
-//! | worktrees | `<parent>/<project>.wavecrew/<session-id>/<task>/<attempt>/` and `…/.detached/<name>/`, the warm pool `…/.pool/<n>/` (recorded in `integration.json` at the start; inside `<git-common-dir>/wavecrew/worktrees/` for a shadow repository, a parent that cannot be written, or a session started before) |
+//! | worktrees | `<parent>/<project>.wavecrew/<session-id>/slots/<n>/` (an attempt's, found again by its branch; detached when pooled) and `…/.detached/<name>/` (recorded in `integration.json` at the start; inside `<git-common-dir>/wavecrew/worktrees/` for a shadow repository, a parent that cannot be written, or a session started before) |
 //! | shadow repository (a folder without git) | `state_dir/shadow.git` (bare; its git common dir, so its worktrees are inside it), `…/wavecrew-shadow.json` (the folder it tracks, what it leaves out and ignores), `…/info/exclude` (the `copy` paths), branch `refs/heads/project` (the folder's snapshot, the session's start) |
-//! | state | `state_dir/integration.json` (`"shadow": true` on a shadow repository), `state_dir/worktrees/<task>/<attempt>.json` (each attempt's base) |
+//! | state | `state_dir/integration.json` (`"shadow": true` on a shadow repository), `state_dir/worktrees/<task>/<attempt>.json` (each attempt's base), `…/<attempt>.resetting` (while a pooled worktree taken over for it is reset) |
 //! | locks | `state_dir/land.lock` (start and the merge queue), `state_dir/worktrees.lock`, `state_dir/shadow.lock` (making the shadow) |
 //! | what landed | the `Wavecrew-Task: <session-id>/<task>` trailers on the integration branch |
 //!
@@ -125,7 +127,7 @@ pub use integration::{
     worktree_path, worktrees_dir,
 };
 pub use land::{Landing, Upstream};
-pub use pool::POOL_DIR;
+pub use pool::{POOL_MAX, SLOTS_DIR};
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Repo};
 pub use shadow::{SHADOW_BRANCH, SHADOW_DIR, shadow_worktree_path};
 pub use verify::Verdict;

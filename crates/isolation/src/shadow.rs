@@ -72,13 +72,17 @@ struct Record {
 /// session runs on the shadow repository of `state_dir`, whether or not
 /// anything exists yet (the path [`Integration::open_worktree`] gives).
 pub fn shadow_worktree_path(state_dir: &Path, session: &str, task: &str, attempt: u32) -> PathBuf {
-    let dir = canonical(state_dir).join(SHADOW_DIR);
-    worktree_path(
-        &shadow_repo(PathBuf::new(), dir, Vec::new()),
-        session,
-        task,
-        attempt,
-    )
+    let repo = Repo::open_shadow(state_dir)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| {
+            shadow_repo(
+                PathBuf::new(),
+                canonical(state_dir).join(SHADOW_DIR),
+                Vec::new(),
+            )
+        });
+    worktree_path(&repo, session, task, attempt)
 }
 
 /// `path` with symlinks resolved when it exists, as given otherwise.

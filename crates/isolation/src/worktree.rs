@@ -4,7 +4,8 @@
 //! They all live in [`Integration::worktrees_dir`], a folder wavecrew owns
 //! beside the project (`<project>.wavecrew/<session-id>/`; for a shadow
 //! repository, inside its git dir in the session's state folder):
-//! `<task>/<attempt>/` for attempts and
+//! `slots/<n>/` for attempts (see [`crate::pool`]: a worktree is found
+//! again by its branch, never moves, and serves task after task) and
 //! `.detached/<name>/` for read-only worktrees. Nothing outside that folder
 //! is ever removed. Creation and removal hold `state_dir/worktrees.lock`,
 //! and git hooks are off while a worktree is checked out (a project's
@@ -25,6 +26,7 @@ use crate::git::{self, git};
 use crate::ids::{check_id, check_rel_path};
 use crate::integration::Integration;
 use crate::lock::lock;
+use crate::pool::SLOTS_DIR;
 use crate::repo::Repo;
 
 /// The prefix of task branches: `wavecrew-tasks/<session-id>/<task>/<attempt>`.
@@ -34,6 +36,9 @@ use crate::repo::Repo;
 pub const TASK_BRANCH_PREFIX: &str = "wavecrew-tasks/";
 /// The folder of read-only worktrees inside [`Integration::worktrees_dir`].
 pub const DETACHED_DIR: &str = ".detached";
+/// The extension of the marker beside an attempt's record while a pooled
+/// worktree taken over for it is being reset.
+const RESETTING: &str = "resetting";
 /// The lock that serialises worktree creation and removal.
 pub(crate) const WORKTREE_LOCK: &str = "worktrees.lock";
 
@@ -226,7 +231,6 @@ impl Integration {
             .collect::<Result<Vec<_>>>()?;
         let branch = self.task_branch(task, attempt);
         let reference = format!("refs/heads/{branch}");
-        let path = self.worktrees_dir().join(task).join(attempt.to_string());
         let guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
 
         let record_file = self
@@ -266,38 +270,48 @@ impl Integration {
             });
         }
 
+        // The attempt's worktree found again by its branch (unique to the
+        // attempt), wherever it is: a resumed attempt keeps its work.
         let listed = list_worktrees_repaired(&self.repo)?;
-        let target = canon(&path);
-        let here = listed.iter().find(|l| canon(&l.path) == target);
-        let mut build_state = Vec::new();
+        let on_branch = |l: &&Listed| l.branch.as_deref() == Some(reference.as_str());
+        if listed.iter().filter(on_branch).any(|l| l.prunable) {
+            self.repo.git().args(["worktree", "prune"]).run()?;
+        }
+        let resetting = record_file.with_extension(RESETTING);
         let mut claimed = None;
-        match here {
-            Some(l) if !l.prunable => {
-                if l.branch.as_deref() != Some(reference.as_str()) {
+        let path = match listed.iter().filter(on_branch).find(|l| !l.prunable) {
+            Some(l) => {
+                if !self.owns_path(&l.path) {
                     return Err(IsolationError::BadWorktree {
-                        path,
+                        path: l.path.clone(),
                         message: format!(
-                            "it has {} checked out; expected `{reference}`",
-                            l.branch.as_deref().unwrap_or("a detached HEAD")
+                            "it has `{reference}` checked out; expected it under `{}`",
+                            self.worktrees_dir().display()
                         ),
                     });
                 }
-            }
-            _ => {
-                let stale = here.is_some()
-                    || listed
-                        .iter()
-                        .any(|l| l.prunable && l.branch.as_deref() == Some(reference.as_str()));
-                if stale {
-                    self.repo.git().args(["worktree", "prune"]).run()?;
+                // Killed while it was being reset: reset again (its
+                // dependency folders counted as stale).
+                if resetting.exists() {
+                    claimed = Some(crate::pool::Claim::unknown());
                 }
-                claimed = self.claim_pooled(&path)?;
-                if claimed.is_none() {
+                l.path.clone()
+            }
+            None => {
+                if let Some((path, claim)) = self.claim_pooled(&listed, &reference, &resetting)? {
+                    claimed = Some(claim);
+                    path
+                } else {
+                    remove_any(&resetting)?;
+                    let path =
+                        crate::pool::free_slot(&self.worktrees_dir().join(SLOTS_DIR), &listed);
                     self.add_worktree(&path, &[&branch])?;
+                    path
                 }
             }
-        }
+        };
         drop(guard);
+        let mut build_state = Vec::new();
         if let Some(claim) = claimed {
             if let Ok(said) = Integration::reset_pooled(&path, &branch, &claim) {
                 build_state = said;
@@ -308,6 +322,7 @@ impl Integration {
                 self.remove_path(&path, &listed)?;
                 self.add_worktree(&path, &[&branch])?;
             }
+            remove_any(&resetting)?;
         }
         for rel in copy.iter().chain(&self.worktree_includes()?) {
             self.copy_in(&path, rel)?;

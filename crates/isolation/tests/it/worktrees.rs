@@ -114,7 +114,12 @@ fn worktrees_live_beside_the_project_on_their_own_branches() {
     let p = Project::new();
     let s = p.start("S-where");
     let wt = s.open_worktree("IMPL-001", 2, &[]).unwrap();
-    assert_eq!(wt.path, s.worktrees_dir().join("IMPL-001/2"));
+    assert_eq!(wt.path, s.worktrees_dir().join("slots/1"));
+    // A second attempt at once takes the next slot.
+    let other = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    assert_eq!(other.path, s.worktrees_dir().join("slots/2"));
+    // Opened again (a resumed attempt), it is found by its branch.
+    assert_eq!(s.open_worktree("IMPL-001", 2, &[]).unwrap().path, wt.path);
     // Beside the project, never under a `.git` folder, never inside the
     // project (where upward look-ups would find the user's folder).
     assert_eq!(
@@ -426,15 +431,23 @@ fn a_landed_worktree_is_reused_warm_by_the_next_attempt() {
         .mtime_nsec();
     s.land(&first, "IMPL-001").unwrap();
     s.release_worktree(&first).unwrap();
-    assert!(!first.path.exists(), "it left the attempt's path");
-    let pool = s
-        .worktrees_dir()
-        .join(wavecrew_isolation::POOL_DIR)
-        .join("1");
-    assert!(pool.join("target/debug/built").exists());
+    assert_eq!(
+        p.git(&[
+            "-C",
+            first.path.to_str().unwrap(),
+            "status",
+            "--porcelain",
+            "--branch"
+        ])
+        .lines()
+        .next(),
+        Some("## HEAD (no branch)"),
+        "pooled: detached where it was"
+    );
+    assert!(first.path.join("target/debug/built").exists());
 
     let second = s.open_worktree("IMPL-002", 1, &[]).unwrap();
-    assert!(!pool.exists(), "taken out of the pool");
+    assert_eq!(second.path, first.path, "the same slot: the same path");
     assert!(second.build_state[0].starts_with("warm: an earlier task's worktree"));
     assert_eq!(second.build_state.len(), 1, "{:?}", second.build_state);
     assert_eq!(
@@ -468,6 +481,7 @@ fn a_landed_worktree_is_reused_warm_by_the_next_attempt() {
     s.release_worktree(&second).unwrap();
     let third = s.open_worktree("IMPL-003", 1, &[]).unwrap();
     assert!(third.build_state[0].starts_with("warm:"));
+    assert_eq!(third.path, first.path);
     assert!(third.path.join("target/debug/built").exists());
     // The run's end drains the pool; the folders go once empty.
     s.release_worktree(&third).unwrap();
@@ -508,5 +522,53 @@ fn a_warm_node_modules_goes_when_the_lockfile_changes() {
         fs::read_to_string(third.path.join("package-lock.json")).unwrap(),
         "{\"v\": 2}\n"
     );
+    p.assert_sound();
+}
+
+/// A run killed while a pooled worktree was being reset for an attempt
+/// (its HEAD already on the attempt's branch, the files still the earlier
+/// task's) resets it again when the attempt is opened on resume; without
+/// the marker, a worktree found on its branch keeps its files (the
+/// agent's work).
+#[test]
+fn a_reset_cut_short_by_a_kill_is_done_again_on_resume() {
+    let p = Project::new();
+    p.write(".gitignore", ".workflow/\nnode_modules/\n");
+    p.write("package-lock.json", "{\"v\": 1}\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "project"]);
+    let s = p.start("S-pool-kill");
+    let first = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&first.path, "README", "IMPL-001's edit\n");
+    write(&first.path, "node_modules/dep/index.js", "v1\n");
+    s.commit(&first, "IMPL-001", "edit").unwrap().unwrap();
+    s.land(&first, "IMPL-001").unwrap();
+    s.release_worktree(&first).unwrap();
+    let second = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    assert_eq!(second.path, first.path);
+
+    // The agent's work in progress survives a plain reopen.
+    write(&second.path, "wip.txt", "the agent's\n");
+    let again = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    assert!(again.build_state.is_empty());
+    assert!(again.path.join("wip.txt").exists());
+
+    // Killed mid-reset: the marker is there, the files are not the base.
+    let marker = p
+        .state_dir("S-pool-kill")
+        .join("worktrees/IMPL-002/1.resetting");
+    fs::write(&marker, "{}").unwrap();
+    write(&second.path, "README", "stale\n");
+    let resumed = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    assert_eq!(resumed.path, first.path);
+    assert!(resumed.build_state[0].starts_with("warm:"));
+    assert_eq!(
+        fs::read_to_string(resumed.path.join("README")).unwrap(),
+        "IMPL-001's edit\n"
+    );
+    assert!(!resumed.path.join("wip.txt").exists());
+    // What it was installed with is not known: its node_modules goes.
+    assert!(!resumed.path.join("node_modules").exists());
+    assert!(!marker.exists());
     p.assert_sound();
 }

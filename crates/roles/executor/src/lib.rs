@@ -33,7 +33,7 @@ use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, NewMessage, Plan, Task, TaskStatus};
 use wavecrew_role_kit::{Attempt, ReportBuilder, Review, RoleContext, backend_used, derived_id};
 use wavecrew_validation::{
-    AcceptanceOptions, CheckStatus, affected_tests, check_acceptance, check_syntax,
+    AcceptanceOptions, CheckStatus, SyntaxReport, affected_tests, check_acceptance, check_syntax,
 };
 
 /// The seed's critical keywords: code review is on when one appears.
@@ -141,6 +141,23 @@ pub struct ExecWork {
     /// and was killed before it could record so): the task completes from
     /// it and its agent is not run again.
     pub landed: Option<String>,
+    /// The syntax check of the tree the last attempt left, with the files
+    /// it was given: phase 4 takes it rather than checking the same tree
+    /// again (a `cargo check` of a large workspace is seconds).
+    pub syntax: Option<(Vec<String>, SyntaxReport)>,
+}
+
+/// What `work` changed: in a worktree, exactly the task's branch against
+/// its base; in place, what the agent's attempts reported.
+fn changed_files(work: &ExecWork) -> Result<Vec<String>, PhaseError> {
+    Ok(match work.workspace.changed_files()? {
+        Some(files) => files,
+        None => work
+            .run
+            .as_ref()
+            .map(TaskRun::files_changed)
+            .unwrap_or_default(),
+    })
 }
 
 /// The final message of `task`'s latest attempt (its `outcome.json`).
@@ -297,6 +314,7 @@ impl Role for Executor {
             conflict: None,
             previous_error: None,
             landed,
+            syntax: None,
         })
     }
 
@@ -358,8 +376,11 @@ impl Role for Executor {
                 ));
             }
             let attempts = work.run.as_ref().map_or(0, |r| r.attempts.len());
-            let syntax = check_syntax(&work.cwd, &ctx.syntax_options(run.files_changed())).await;
-            if syntax.status != CheckStatus::Fail
+            let files = changed_files(work)?;
+            let syntax = check_syntax(&work.cwd, &ctx.syntax_options(files.clone())).await;
+            let status = syntax.status;
+            work.syntax = Some((files, syntax.clone()));
+            if status != CheckStatus::Fail
                 || rounds >= ctx.config.routing.max_retries
                 || attempts >= usize::try_from(max_attempts).unwrap_or(usize::MAX)
             {
@@ -459,6 +480,7 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
             conflict: conflict.conflict_brief(&work.workspace),
             previous_error: conflict.rejection_brief(),
             landed: None,
+            syntax: None,
         };
         self.execute(task, &mut revision).await?;
         Ok(revision)
@@ -474,10 +496,8 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         conflicts: &[Value],
     ) -> Result<Report, wavecrew_role_kit::Landed> {
         let run = work.run.as_ref();
-        // In a worktree, exactly the task's branch against its base.
-        let files: Vec<String> = match work.workspace.changed_files() {
-            Ok(Some(files)) => files,
-            Ok(None) => run.map(TaskRun::files_changed).unwrap_or_default(),
+        let files = match changed_files(work) {
+            Ok(files) => files,
             Err(e) => return Ok(self.failure_report(task, &e)),
         };
         // What the changed files say against the declared ones.
@@ -487,7 +507,11 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         let lane_failure = lane.failure(
             self.ctx.config.isolation.undeclared == wavecrew_backends::config::UndeclaredMode::Fail,
         );
-        let syntax = check_syntax(&work.cwd, &self.ctx.syntax_options(files.clone())).await;
+        // The tree phase 3 checked, unless the files differ.
+        let syntax = match &work.syntax {
+            Some((checked, syntax)) if *checked == files => syntax.clone(),
+            _ => check_syntax(&work.cwd, &self.ctx.syntax_options(files.clone())).await,
+        };
         // A check that ran out of time says nothing of the code: it is an
         // environment problem, reported, and never the agent's failure.
         let inconclusive = syntax.inconclusive(self.ctx.syntax_limit());
