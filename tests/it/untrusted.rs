@@ -379,3 +379,74 @@ fn a_task_whose_work_landed_completes_from_the_landing_on_resume() {
         "nothing landed twice"
     );
 }
+
+/// Unconfined (`sandbox = "off"`), IMPL-001's agent marks IMPL-002's task
+/// file completed (a copy of it with the status changed) and deletes
+/// IMPL-003's. wavecrew believes neither: the forged file is reported as
+/// tampered, by path, and IMPL-002 runs; the deleted one is made again
+/// from the session's analysis and IMPL-003 runs. Every task ran, and
+/// the run says what it found.
+#[test]
+fn a_forged_or_deleted_task_file_is_reported_and_the_tasks_run() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let session = root.join(".workflow/.team/TC-forged");
+    let agent = format!(
+        "import json, os, pathlib, sys\ntask = sys.argv[1]\n\
+         tasks = pathlib.Path({tasks:?})\n\
+         if task == 'IMPL-001':\n\
+         \x20   t = json.loads((tasks / 'IMPL-002.json').read_text())\n\
+         \x20   t['status'] = 'completed'\n\
+         \x20   t['result'] = {{'status': 'completed', 'files_modified': ['IMPL-002.txt']}}\n\
+         \x20   (tasks / 'IMPL-002.json').write_text(json.dumps(t))\n\
+         \x20   (tasks / 'IMPL-003.json').unlink()\n\
+         pathlib.Path(task + '.txt').write_text(task + '\\n')\n\
+         print(task + ' done')\n",
+        tasks = session.join("tasks").display().to_string()
+    );
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+            ),
+            ("README.md", "app\n"),
+            ("agent.py", &agent),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"Three files\"\nsession = \"TC-forged\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"One\"\nfiles = [\"IMPL-001.txt\"]\n\n\
+                 [[tasks]]\nid = \"IMPL-002\"\ntitle = \"Two\"\nfiles = [\"IMPL-002.txt\"]\n\
+                 depends_on = [\"IMPL-001\"]\n\n\
+                 [[tasks]]\nid = \"IMPL-003\"\ntitle = \"Three\"\nfiles = [\"IMPL-003.txt\"]\n\
+                 depends_on = [\"IMPL-001\"]\n",
+            ),
+        ],
+        &["{task_id}"],
+        "\n[isolation]\nsandbox = \"off\"\n",
+    );
+
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    let all = format!("{}{}", o.stdout, o.stderr);
+    eprintln!("{all}");
+    assert!(all.contains("tampered"), "{all}");
+    assert!(
+        all.contains(&session.join("tasks/IMPL-002.json").display().to_string()),
+        "{all}"
+    );
+    for id in ["IMPL-002", "IMPL-003"] {
+        assert!(
+            stdout_of(&session, id).contains(&format!("{id} done")),
+            "{id} ran: {all}"
+        );
+    }
+    let files = git(
+        &root,
+        &["ls-tree", "-r", "--name-only", "wavecrew/TC-forged"],
+    );
+    for f in ["IMPL-001.txt", "IMPL-002.txt", "IMPL-003.txt"] {
+        assert!(files.contains(f), "{f}: {files}");
+    }
+    assert_eq!(o.code, 0, "{all}");
+}

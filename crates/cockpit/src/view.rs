@@ -212,13 +212,12 @@ fn live_diff(session_dir: &Path, id: &TaskId) -> Result<Option<TaskDiff>, String
     else {
         return Ok(None);
     };
-    let dir = integration
-        .worktrees_dir()
-        .join(id.as_str())
-        .join(attempt.to_string());
-    if !dir.is_dir() {
+    let Some(dir) = integration
+        .attempt_worktree(id.as_str(), attempt)
+        .map_err(|e| e.to_string())?
+    else {
         return Ok(None);
-    }
+    };
     let tracked = wavecrew_sys::git::git(&dir)
         .args([
             "diff",

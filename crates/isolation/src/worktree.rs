@@ -213,6 +213,16 @@ impl Integration {
         format!("{TASK_BRANCH_PREFIX}{}/{task}/{attempt}", self.session_id())
     }
 
+    /// The folder of the worktree of attempt `attempt` of `task`, when it
+    /// has one (found by its branch, wherever its slot is).
+    pub fn attempt_worktree(&self, task: &str, attempt: u32) -> Result<Option<PathBuf>> {
+        let reference = format!("refs/heads/{}", self.task_branch(task, attempt));
+        Ok(list_worktrees(&self.repo)?
+            .into_iter()
+            .find(|l| !l.prunable && l.branch.as_deref() == Some(reference.as_str()))
+            .map(|l| l.path))
+    }
+
     /// A worktree for attempt `attempt` of `task`, on a new branch
     /// `wavecrew-tasks/<session-id>/<task>/<attempt>` from the integration
     /// tip; found again (same base, same branch) if it already exists.

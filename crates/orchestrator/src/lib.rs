@@ -34,6 +34,7 @@
 
 mod control;
 mod durations;
+mod evidence;
 pub mod finish;
 pub mod launch;
 mod ledger;

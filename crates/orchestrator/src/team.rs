@@ -41,6 +41,7 @@ use wavecrew_scheduler::{
 use wavecrew_sys::process::blocking;
 
 use crate::durations::Measured;
+use crate::evidence::Evidence;
 use crate::launch::Launcher;
 use crate::ledger::{Ledger, Note, NoteSender};
 use crate::session_file::write_session;
@@ -421,10 +422,36 @@ impl<B: MessageBus + 'static> Team<B> {
         options
     }
 
+    /// What the run checks task state against.
+    fn evidence(&self) -> Evidence {
+        Evidence::new(
+            &self.valid.dir,
+            self.valid
+                .analysis
+                .effective_tasks()
+                .iter()
+                .map(wavecrew_core::AnalysisTask::to_task),
+        )
+    }
+
     /// Run the pipeline in the foreground until it ends.
     pub async fn run(&mut self) -> wavecrew_core::Result<RunEnd> {
         let store = Arc::clone(&self.store);
-        let tasks = blocking(move || store.list()).await?;
+        let (bus, evidence) = (Arc::clone(&self.bus), self.evidence());
+        let local = self.options.remote.is_none();
+        // A task an earlier run left completed counts only with its
+        // evidence (local runs: the attempts live here).
+        let tasks = blocking(move || {
+            let tasks = store.list()?;
+            if !local {
+                return Ok(tasks);
+            }
+            tasks
+                .into_iter()
+                .map(|t| evidence.believe(&*store, &*bus, t))
+                .collect::<wavecrew_core::Result<Vec<Task>>>()
+        })
+        .await?;
         let done = tasks
             .iter()
             .filter(|t| t.status == TaskStatus::Completed)
@@ -498,6 +525,7 @@ impl<B: MessageBus + 'static> Team<B> {
             crash_retries: self.options.crash_retries,
             poll: self.options.poll,
             remote: self.options.remote.clone(),
+            evidence: self.evidence(),
         });
         loop {
             let dag = Dag::build(self.nodes(&tasks, &measured), &BuildOptions::default()).map_err(

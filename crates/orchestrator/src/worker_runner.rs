@@ -13,6 +13,7 @@ use wavecrew_scheduler::{RunOutcome, TaskRunner};
 use wavecrew_sys::process::blocking;
 
 use crate::control::WorkerEnd;
+use crate::evidence::Evidence;
 use crate::launch::Launcher;
 use crate::ledger::{Note, NoteSender};
 use crate::vocabulary::{Interruption, RemoteWorkers, log_record, task_data};
@@ -34,6 +35,8 @@ pub(crate) struct WorkerRunner<B: MessageBus + 'static> {
     pub(crate) crash_retries: u32,
     pub(crate) poll: Duration,
     pub(crate) remote: Option<Arc<dyn RemoteWorkers>>,
+    /// What a task's state is checked against (local runs).
+    pub(crate) evidence: Evidence,
 }
 
 impl<B: MessageBus + 'static> WorkerRunner<B> {
@@ -41,6 +44,30 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
         let store = Arc::clone(&self.store);
         let id = id.clone();
         blocking(move || store.get(&id)).await
+    }
+
+    /// `id` as the store has it, checked against its evidence in a local
+    /// run: a file that says it completed without an attempt of it is
+    /// tampered (the task runs), one that disappeared is made again from
+    /// the analysis ([`Evidence`]).
+    async fn get_believed(&self, id: &TaskId) -> wavecrew_core::Result<Task> {
+        if self.remote.is_some() {
+            return self.get(id).await;
+        }
+        let (store, bus, evidence) = (
+            Arc::clone(&self.store),
+            Arc::clone(&self.bus),
+            self.evidence.clone(),
+        );
+        let id = id.clone();
+        blocking(move || match store.get(&id) {
+            Ok(task) => evidence.believe(&*store, &*bus, task),
+            Err(e @ wavecrew_core::CoreError::TaskNotFound { .. }) => {
+                evidence.recreate(&*store, &*bus, &id)?.ok_or(e)
+            }
+            Err(e) => Err(e),
+        })
+        .await
     }
 
     fn ended(&self, task: &Task) -> Option<RunOutcome> {
@@ -130,7 +157,7 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
     async fn run_task(&self, id: &TaskId) -> wavecrew_core::Result<RunOutcome> {
         let mut crashes = 0;
         loop {
-            let task = self.get(id).await?;
+            let task = self.get_believed(id).await?;
             if let Some(outcome) = self.ended(&task) {
                 return Ok(outcome);
             }
