@@ -199,7 +199,12 @@ fn text_project(tasks: &[&str], agent: &str) -> Project {
 fn text_project_with(tasks: &[&str], agent: &str, toml_extra: &str) -> Project {
     let spec: Vec<(&str, &[&str], &str)> =
         tasks.iter().map(|t| (*t, &[][..], "developer")).collect();
-    let p = project(&spec, &serde_json::json!([]), "");
+    text_project_of(&spec, agent, toml_extra)
+}
+
+/// [`text_project_with`] with the tasks' blockers: `(id, blocked by, role)`.
+fn text_project_of(spec: &[(&str, &[&str], &str)], agent: &str, toml_extra: &str) -> Project {
+    let p = project(spec, &serde_json::json!([]), "");
     let root = p.root();
     std::fs::write(root.join("shared.txt"), "one\ntwo\nthree\n").unwrap();
     std::fs::write(root.join(".gitignore"), ".workflow/\n").unwrap();
@@ -680,6 +685,59 @@ fn setup_commands_prepare_each_new_worktree_before_its_agent() {
     assert!(
         !git(root, &["ls-tree", "-r", "--name-only", tip]).contains("build/"),
         "setup output landed"
+    );
+}
+
+/// A chain of three tasks with `setup`: the second takes the first's warm
+/// worktree, where setup already ran and no dependency file changed, so
+/// setup does not run again (its build state says so, and what setup made
+/// is still there); the second changes `requirements.txt`, so the third,
+/// warm too, is set up again.
+#[test]
+fn setup_runs_again_in_a_warm_worktree_only_when_a_dependency_file_changed() {
+    let agent = "import pathlib, sys
+task = sys.argv[1]
+ready = pathlib.Path('build/ready')
+if not ready.exists():
+\x20   print('no build/ready: setup did not run here')
+\x20   sys.exit(1)
+pathlib.Path(task + '.txt').write_text(ready.read_text())
+if task == 'IMPL-002':
+\x20   pathlib.Path('requirements.txt').write_text('attrs\\n')
+print(task + ' done')
+";
+    let p = text_project_of(
+        &[
+            ("IMPL-001", &[], "developer"),
+            ("IMPL-002", &["IMPL-001"], "developer"),
+            ("IMPL-003", &["IMPL-002"], "developer"),
+        ],
+        agent,
+        "setup = [[\"python3\", \"-c\", \"import os; os.makedirs('build', exist_ok=True); open('build/ready', 'w').write('made by setup')\"]]\n",
+    );
+    let root = p.root();
+    std::fs::write(root.join(".gitignore"), ".workflow/\nbuild/\n").unwrap();
+    git(root, &["commit", "-qam", "ignore build/"]);
+    let o = run_bin("wavecrew", &["run", p.session().to_str().unwrap()], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    let set_up = |id: &str| {
+        p.session()
+            .join(format!("attempts/{id}/setup-1.log"))
+            .exists()
+    };
+    assert!(set_up("IMPL-001"), "a fresh worktree is set up");
+    assert!(!set_up("IMPL-002"), "warm, nothing changed: not again");
+    let r = result(&p, "IMPL-002");
+    let said = r["build_state"].to_string();
+    assert!(
+        said.contains("warm:") && said.contains("setup: not run again"),
+        "{r:#}"
+    );
+    assert!(set_up("IMPL-003"), "requirements.txt changed: set up again");
+    assert!(
+        result(&p, "IMPL-003")["build_state"]
+            .to_string()
+            .contains("warm:")
     );
 }
 

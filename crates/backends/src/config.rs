@@ -385,6 +385,13 @@ pub struct IsolationConfig {
     /// attempt folder; one that fails is the attempt's environment error
     /// (`setup_failed`), not the agent's.
     pub setup: Vec<CommandLine>,
+    /// When `setup` runs again in a warm worktree (one an earlier task
+    /// used, taken from the pool): `when-dependencies-change` (default:
+    /// only when a dependency file, a lockfile or manifest such as
+    /// `package-lock.json`, `uv.lock`, `requirements.txt` or `go.sum`,
+    /// changed with the switch; a fresh worktree is always set up) or
+    /// `always` (a setup that generates files from tracked sources).
+    pub setup_again: SetupAgain,
     /// How long each setup command may run, in seconds.
     pub setup_timeout_secs: u64,
     /// Build folders git ignores (`target`, `node_modules`, the default)
@@ -428,6 +435,17 @@ pub enum UndeclaredMode {
     Fail,
 }
 
+/// `[isolation] setup_again`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SetupAgain {
+    /// In a warm worktree, only when a dependency file changed.
+    #[default]
+    WhenDependenciesChange,
+    /// In every attempt's worktree.
+    Always,
+}
+
 /// `[isolation] sandbox`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -462,6 +480,7 @@ impl Default for IsolationConfig {
             .map(str::to_owned)
             .to_vec(),
             undeclared: UndeclaredMode::default(),
+            setup_again: SetupAgain::default(),
             protected: [
                 "wavecrew.toml",
                 "**/wavecrew.toml",

@@ -47,11 +47,60 @@ pub(crate) struct Claim {
 }
 
 impl Claim {
-    /// A claim whose earlier lockfiles are not known (a reset resumed
-    /// after a kill).
+    /// A claim whose earlier state is not known (a reset resumed after a
+    /// kill).
     pub(crate) fn unknown() -> Self {
         Claim { locks: None }
     }
+}
+
+/// The file in a worktree's own git folder that records the commit its
+/// `[isolation] setup` ran at ([`Integration::record_set_up`]).
+const SET_UP_AT: &str = "wavecrew-set-up-at";
+
+/// File names of dependency manifests and lockfiles, at any depth: a
+/// change to one with the switch runs `[isolation] setup` again in a warm
+/// worktree.
+const DEPENDENCY_FILES: &[&str] = &[
+    "package.json",
+    "package-lock.json",
+    "npm-shrinkwrap.json",
+    "pnpm-lock.yaml",
+    "pnpm-workspace.yaml",
+    "yarn.lock",
+    "bun.lockb",
+    "bun.lock",
+    ".npmrc",
+    ".nvmrc",
+    "Cargo.toml",
+    "Cargo.lock",
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "uv.lock",
+    "poetry.lock",
+    "Pipfile",
+    "Pipfile.lock",
+    ".python-version",
+    "go.mod",
+    "go.sum",
+    "Gemfile",
+    "Gemfile.lock",
+    "composer.json",
+    "composer.lock",
+];
+
+/// Whether `path` (repository-relative) names a dependency file: one of
+/// [`DEPENDENCY_FILES`], or a `requirements*.txt`.
+fn is_dependency_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    DEPENDENCY_FILES.contains(&name)
+        || (name.starts_with("requirements")
+            && Path::new(name)
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("txt")))
 }
 
 /// Dependency folders that are stale when their lockfile changes, with the
@@ -150,8 +199,14 @@ impl Integration {
     /// Reset a claimed worktree at `path` to `branch` (see the module's
     /// notes), without the worktree lock: only this attempt's folder and
     /// index change. Returns what it says about the build state it
-    /// brings; an error leaves it for the caller to remove.
-    pub(crate) fn reset_pooled(path: &Path, branch: &str, claim: &Claim) -> Result<Vec<String>> {
+    /// brings, and whether an earlier setup holds for it (no dependency
+    /// file changed with the switch); an error leaves it for the caller to
+    /// remove.
+    pub(crate) fn reset_pooled(
+        path: &Path,
+        branch: &str,
+        claim: &Claim,
+    ) -> Result<(Vec<String>, bool)> {
         crate::git::git(path)
             .args(["checkout", "--force", "--quiet", branch, "--"])
             .run()?;
@@ -162,6 +217,30 @@ impl Integration {
                              output kept)"
                 .to_owned(),
         ];
+        let set_up_at = (claim.locks.is_some())
+            .then(|| fs::read_to_string(own_git_dir(path).ok()?.join(SET_UP_AT)).ok())
+            .flatten()
+            .map(|c| c.trim().to_owned())
+            .filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_hexdigit()));
+        let set_up_before = match set_up_at {
+            Some(at) => {
+                let changed = crate::git::git(path)
+                    .args([
+                        "diff",
+                        "--name-only",
+                        "--no-renames",
+                        "-z",
+                        &at,
+                        "HEAD",
+                        "--",
+                    ])
+                    .run()?;
+                !crate::git::split_nul(&changed)
+                    .iter()
+                    .any(|p| is_dependency_file(p))
+            }
+            None => false,
+        };
         let locks_after = lockfiles(path);
         for (folder, keys) in KEYED {
             let stale = keys.iter().find(|k| {
@@ -187,7 +266,16 @@ impl Integration {
                 });
             }
         }
-        Ok(said)
+        Ok((said, set_up_before))
+    }
+
+    /// Record that `[isolation] setup` ran in `wt` at its base: a later
+    /// task that takes it over warm runs setup again only when a
+    /// dependency file differs between that commit and its own base.
+    pub fn record_set_up(&self, wt: &Worktree) -> Result<()> {
+        let file = own_git_dir(&wt.path)?.join(SET_UP_AT);
+        wavecrew_core::fsutil::write_atomic(&file, wt.base.as_bytes())?;
+        Ok(())
     }
 
     /// Whether `path` is strictly inside [`Integration::worktrees_dir`].
@@ -235,6 +323,14 @@ pub(crate) fn free_slot(slots: &Path, listed: &[Listed]) -> PathBuf {
         .unwrap_or_else(|| slots.join("0"))
 }
 
+/// The git folder of the worktree at `path` (its own, not the common one).
+fn own_git_dir(path: &Path) -> Result<PathBuf> {
+    let out = crate::git::git(path)
+        .args(["rev-parse", "--absolute-git-dir"])
+        .text()?;
+    Ok(PathBuf::from(out.trim()))
+}
+
 /// The number of the slot folder `path`.
 fn slot_number(path: &Path) -> Option<u64> {
     path.file_name()?.to_str()?.parse().ok()
@@ -247,4 +343,27 @@ fn lockfiles(dir: &Path) -> std::collections::BTreeMap<&'static str, Vec<u8>> {
         .flat_map(|(_, keys)| keys.iter())
         .filter_map(|k| fs::read(dir.join(k)).ok().map(|c| (*k, c)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_dependency_file;
+
+    #[test]
+    fn dependency_files_are_known_at_any_depth() {
+        for path in [
+            "package-lock.json",
+            "web/package.json",
+            "requirements.txt",
+            "py/requirements-dev.txt",
+            "uv.lock",
+            "crates/x/Cargo.toml",
+            "go.sum",
+        ] {
+            assert!(is_dependency_file(path), "{path}");
+        }
+        for path in ["src/lib.rs", "README.md", "requirements.md", "lockfile.txt"] {
+            assert!(!is_dependency_file(path), "{path}");
+        }
+    }
 }

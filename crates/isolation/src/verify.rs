@@ -56,6 +56,7 @@ impl Integration {
         }
         Ok(Worktree {
             build_state: Vec::new(),
+            set_up_before: false,
             path,
             branch: String::new(),
             base: commit.to_owned(),

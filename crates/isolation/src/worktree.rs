@@ -58,6 +58,10 @@ pub struct Worktree {
     /// and why not where it was not ([`Integration::seed_build_state`]),
     /// one line each; empty when nothing was asked.
     pub build_state: Vec<String>,
+    /// Whether an earlier attempt's `[isolation] setup` holds for it: a
+    /// warm worktree whose dependency files (lockfiles, manifests) did not
+    /// change with the switch; false for a fresh one.
+    pub set_up_before: bool,
 }
 
 impl Worktree {
@@ -322,9 +326,11 @@ impl Integration {
         };
         drop(guard);
         let mut build_state = Vec::new();
+        let mut set_up_before = false;
         if let Some(claim) = claimed {
-            if let Ok(said) = Integration::reset_pooled(&path, &branch, &claim) {
+            if let Ok((said, kept)) = Integration::reset_pooled(&path, &branch, &claim) {
                 build_state = said;
+                set_up_before = kept;
             } else {
                 // Whatever state it is in, it goes; a fresh one is made.
                 let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
@@ -340,6 +346,7 @@ impl Integration {
         self.link_session(&path)?;
         Ok(Worktree {
             build_state,
+            set_up_before,
             path,
             branch,
             base,
@@ -361,6 +368,7 @@ impl Integration {
             if !l.prunable && l.branch.is_none() && l.head.as_deref() == Some(tip.as_str()) {
                 return Ok(Worktree {
                     build_state: Vec::new(),
+                    set_up_before: false,
                     path,
                     branch: String::new(),
                     base: tip,
@@ -373,6 +381,7 @@ impl Integration {
         self.link_session(&path)?;
         Ok(Worktree {
             build_state: Vec::new(),
+            set_up_before: false,
             path,
             branch: String::new(),
             base: tip,

@@ -446,8 +446,11 @@ fn a_landed_worktree_is_reused_warm_by_the_next_attempt() {
     );
     assert!(first.path.join("target/debug/built").exists());
 
+    assert!(!first.set_up_before, "a fresh worktree is set up");
+    s.record_set_up(&first).unwrap();
     let second = s.open_worktree("IMPL-002", 1, &[]).unwrap();
     assert_eq!(second.path, first.path, "the same slot: the same path");
+    assert!(second.set_up_before, "no dependency file changed");
     assert!(second.build_state[0].starts_with("warm: an earlier task's worktree"));
     assert_eq!(second.build_state.len(), 1, "{:?}", second.build_state);
     assert_eq!(
@@ -481,6 +484,10 @@ fn a_landed_worktree_is_reused_warm_by_the_next_attempt() {
     s.release_worktree(&second).unwrap();
     let third = s.open_worktree("IMPL-003", 1, &[]).unwrap();
     assert!(third.build_state[0].starts_with("warm:"));
+    assert!(
+        third.set_up_before,
+        "the slot was set up at IMPL-001's base, and no dependency file changed since"
+    );
     assert_eq!(third.path, first.path);
     assert!(third.path.join("target/debug/built").exists());
     // The run's end drains the pool; the folders go once empty.
@@ -502,6 +509,7 @@ fn a_warm_node_modules_goes_when_the_lockfile_changes() {
     let s = p.start("S-pool-lock");
     let first = s.open_worktree("IMPL-001", 1, &[]).unwrap();
     let second = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    s.record_set_up(&first).unwrap();
     write(&first.path, "node_modules/dep/index.js", "v1\n");
     // B changes the lockfile and lands; A (installed with v1) lands nothing.
     write(&second.path, "package-lock.json", "{\"v\": 2}\n");
@@ -518,6 +526,7 @@ fn a_warm_node_modules_goes_when_the_lockfile_changes() {
         ]
     );
     assert!(!third.path.join("node_modules").exists());
+    assert!(!third.set_up_before, "a lockfile changed: set up again");
     assert_eq!(
         fs::read_to_string(third.path.join("package-lock.json")).unwrap(),
         "{\"v\": 2}\n"
@@ -562,6 +571,7 @@ fn a_reset_cut_short_by_a_kill_is_done_again_on_resume() {
     let resumed = s.open_worktree("IMPL-002", 1, &[]).unwrap();
     assert_eq!(resumed.path, first.path);
     assert!(resumed.build_state[0].starts_with("warm:"));
+    assert!(!resumed.set_up_before, "not known: set up again");
     assert_eq!(
         fs::read_to_string(resumed.path.join("README")).unwrap(),
         "IMPL-001's edit\n"

@@ -289,7 +289,7 @@ impl RoleContext {
             )
             .map_err(|e| phase("seeding the task's worktree", e))?;
         worktree.build_state.extend(seeded);
-        self.set_up(&integration, task, claim.max(1), &worktree.path)?;
+        self.set_up(&integration, task, claim.max(1), &mut worktree)?;
         Ok(Workspace::Isolated {
             integration: Box::new(integration),
             worktree,
@@ -298,20 +298,23 @@ impl RoleContext {
 
     /// `[isolation] setup`: each command once in a new worktree, before its
     /// agent, output in `attempts/<task>/setup-<claim>.log`. A worktree
-    /// set up before (a resumed attempt) is not set up again. A command that
-    /// fails is the attempt's environment error (`setup_failed`), named
-    /// with its command and the end of its output.
+    /// set up before (a resumed attempt) is not set up again, nor a warm
+    /// one whose dependency files did not change with the switch (unless
+    /// `setup_again = "always"`). A command that fails is the attempt's
+    /// environment error (`setup_failed`), named with its command and the
+    /// end of its output.
     fn set_up(
         &self,
         integration: &Integration,
         task: &Task,
         claim: u32,
-        dir: &Path,
+        worktree: &mut wavecrew_isolation::Worktree,
     ) -> Result<(), PhaseError> {
         let setup = &self.config.isolation.setup;
         if setup.is_empty() {
             return Ok(());
         }
+        let dir = worktree.path.as_path();
         let done = integration
             .state_dir()
             .join("worktrees")
@@ -319,6 +322,18 @@ impl RoleContext {
             .join(format!("{claim}.setup-done"));
         if done.exists() {
             return Ok(());
+        }
+        if worktree.set_up_before
+            && self.config.isolation.setup_again
+                == wavecrew_backends::config::SetupAgain::WhenDependenciesChange
+        {
+            worktree.build_state.push(
+                "setup: not run again (the warm worktree was set up by an earlier task, and no \
+                 dependency file changed since)"
+                    .to_owned(),
+            );
+            return wavecrew_core::fsutil::write_atomic(&done, b"")
+                .map_err(|e| PhaseError(format!("setup: {e}")));
         }
         let log = wavecrew_core::SessionLayout::new(&self.session_dir)
             .attempts(task.id.as_str())
@@ -356,6 +371,9 @@ impl RoleContext {
                 log_tail(&log)
             )));
         }
+        integration
+            .record_set_up(worktree)
+            .map_err(|e| phase("setup", e))?;
         wavecrew_core::fsutil::write_atomic(&done, b"")
             .map_err(|e| PhaseError(format!("setup: {e}")))?;
         Ok(())
