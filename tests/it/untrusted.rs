@@ -450,3 +450,240 @@ fn a_forged_or_deleted_task_file_is_reported_and_the_tasks_run() {
     }
     assert_eq!(o.code, 0, "{all}");
 }
+
+/// The tools scripts/test.sh installs (pytest, jest) are here.
+fn test_tools_cache() -> PathBuf {
+    std::env::var_os("WAVECREW_CACHE").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/wavecrew"),
+        PathBuf::from,
+    )
+}
+
+/// `wavecrew run <args>` in `root` with `tools` first on `PATH`.
+fn run_with_tools(root: &Path, tools: &Path, args: &[&str]) -> (i32, String) {
+    let path = format!(
+        "{}:{}",
+        tools.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new(wavecrew_testkit::bin_path("wavecrew"))
+        .args(args)
+        .current_dir(root)
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// The status and error of `id` in the session at `session`.
+fn outcome_of(session: &Path, id: &str) -> (String, String) {
+    let store = wavecrew_core::FileTaskStore::for_session(session);
+    let t = store.get(&TaskId::new(id).unwrap()).unwrap();
+    let error = t
+        .result
+        .as_ref()
+        .and_then(|r| r["error"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    (t.status.as_str().to_owned(), error)
+}
+
+/// Green without the work, in pytest: with a failing `test_add`, agents
+/// that touch `calc.py` but mark the test skipped, delete it, or replace
+/// the file with a test that asserts `True` make `pytest` pass; each task
+/// fails, naming the test, by pytest's own reports of the task's tree and
+/// of its base. An agent that fixes the bug and adds a test completes.
+#[test]
+fn pytest_tests_skipped_deleted_or_replaced_fail_the_task_by_name() {
+    let py = test_tools_cache().join("py/bin");
+    assert!(
+        py.join("pytest").exists(),
+        "pytest is not installed in {}: run scripts/test.sh (never skipped)",
+        py.display()
+    );
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let session = root.join(".workflow/.team/TC-gamed");
+    let agent = "import pathlib, sys\ntask = sys.argv[1]\n\
+calc = pathlib.Path('calc.py')\n\
+tests = pathlib.Path('test_calc.py')\n\
+if task == 'IMPL-004':\n\
+\x20   calc.write_text(calc.read_text().replace('a - b', 'a + b'))\n\
+\x20   tests.write_text(tests.read_text() + '\\ndef test_add_zero():\\n    assert add(0, 0) == 0\\n')\n\
+else:\n\
+\x20   calc.write_text(calc.read_text() + '# looked at it\\n')\n\
+if task == 'IMPL-001':\n\
+\x20   tests.write_text('import pytest\\n' + tests.read_text().replace('def test_add', '@pytest.mark.skip\\ndef test_add'))\n\
+if task == 'IMPL-002':\n\
+\x20   tests.write_text(tests.read_text().split('def test_add')[0])\n\
+if task == 'IMPL-003':\n\
+\x20   tests.write_text('def test_true():\\n    assert True\\n')\n\
+print(task + ' done')\n";
+    let task = |id: &str| {
+        format!(
+            "[[tasks]]\nid = \"{id}\"\ntitle = \"Fix add\"\nfiles = [\"calc.py\", \"test_calc.py\"]\n\
+             acceptance = [\n  {{ criterion = \"pytest passes\", verify = [\"python3\", \"-m\", \
+             \"pytest\", \"-q\", \"-p\", \"no:cacheprovider\"] }},\n]\n\n"
+        )
+    };
+    let tasks = format!(
+        "goal = \"Fix add\"\nsession = \"TC-gamed\"\n\n{}{}{}{}",
+        task("IMPL-001"),
+        task("IMPL-002"),
+        task("IMPL-003"),
+        task("IMPL-004")
+    );
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n__pycache__/\n",
+            ),
+            ("calc.py", "def add(a, b):\n    return a - b\n"),
+            (
+                "test_calc.py",
+                "from calc import add\n\n\ndef test_sub_is_not_here():\n    assert True\n\n\n\
+                 def test_add():\n    assert add(2, 3) == 5\n",
+            ),
+            ("agent.py", agent),
+            ("wavecrew.tasks.toml", &tasks),
+        ],
+        &["{task_id}"],
+        "",
+    );
+
+    let (code, all) = run_with_tools(&root, &py, &["run", "wavecrew.tasks.toml"]);
+    assert_eq!(code, 1, "{all}");
+    let expect = [
+        ("IMPL-001", "skipped now: `test_calc::test_add`"),
+        ("IMPL-002", "gone: `test_calc::test_add`"),
+        (
+            "IMPL-003",
+            "gone: `test_calc::test_add`, `test_calc::test_sub_is_not_here`",
+        ),
+    ];
+    for (id, named) in expect {
+        let (status, error) = outcome_of(&session, id);
+        assert_eq!(status, "failed", "{id}: {error}\n{all}");
+        assert!(error.contains(named), "{id}: {error}");
+    }
+    let (status, error) = outcome_of(&session, "IMPL-004");
+    assert_eq!(status, "completed", "{error}\n{all}");
+    // Nothing gamed landed; the base's worktrees are gone.
+    let landed = git(&root, &["show", "wavecrew/TC-gamed:test_calc.py"]);
+    assert!(
+        landed.contains("def test_add():") && !landed.contains("skip"),
+        "{landed}"
+    );
+    assert!(
+        !git(&root, &["worktree", "list"]).contains("base-"),
+        "the base's worktrees are removed"
+    );
+}
+
+/// Green without the work, in jest: with a failing test, an agent that
+/// marks it `test.skip`, or replaces the file with a test that passes,
+/// fails its task, naming the test by jest's own reports; an agent that
+/// fixes the code completes.
+#[test]
+fn jest_tests_skipped_or_replaced_fail_the_task_by_name() {
+    let cache = test_tools_cache().join("node");
+    assert!(
+        cache.join("node_modules/.bin/jest").exists(),
+        "jest is not installed in {}: run scripts/test.sh (never skipped)",
+        cache.display()
+    );
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../crates/validation/tests/fixtures/node-tools");
+    let mut package: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture.join("package.json")).unwrap())
+            .unwrap();
+    package["scripts"] = serde_json::json!({"test": "jest"});
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let session = root.join(".workflow/.team/TC-gamed-js");
+    let agent = "import pathlib, sys\ntask = sys.argv[1]\n\
+mul = pathlib.Path('mul.js')\n\
+tests = pathlib.Path('mul.test.js')\n\
+if task == 'IMPL-003':\n\
+\x20   mul.write_text('module.exports = (a, b) => a * b;\\n')\n\
+else:\n\
+\x20   mul.write_text(mul.read_text() + '// looked at it\\n')\n\
+if task == 'IMPL-001':\n\
+\x20   tests.write_text(tests.read_text().replace(\"test('multiplies'\", \"test.skip('multiplies'\"))\n\
+if task == 'IMPL-002':\n\
+\x20   tests.write_text(\"test('works', () => { expect(true).toBe(true); });\\n\")\n\
+print(task + ' done')\n";
+    let task = |id: &str| {
+        format!(
+            "[[tasks]]\nid = \"{id}\"\ntitle = \"Fix mul\"\nfiles = [\"mul.js\", \"mul.test.js\"]\n\
+             acceptance = [\n  {{ criterion = \"jest passes\", verify = [\"node_modules/.bin/jest\", \
+             \"--ci\", \"--watchman=false\"] }},\n]\n\n"
+        )
+    };
+    let tasks = format!(
+        "goal = \"Fix mul\"\nsession = \"TC-gamed-js\"\n\n{}{}{}",
+        task("IMPL-001"),
+        task("IMPL-002"),
+        task("IMPL-003")
+    );
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nnode_modules/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+            ),
+            ("package.json", &package.to_string()),
+            (
+                "package-lock.json",
+                &std::fs::read_to_string(fixture.join("package-lock.json")).unwrap(),
+            ),
+            ("mul.js", "module.exports = (a, b) => a + b;\n"),
+            (
+                "mul.test.js",
+                "const mul = require('./mul');\n\
+                 test('multiplies', () => { expect(mul(2, 3)).toBe(6); });\n\
+                 test('multiplies zero', () => { expect(mul(0, 0)).toBe(0); });\n",
+            ),
+            ("agent.py", agent),
+            ("wavecrew.tasks.toml", &tasks),
+        ],
+        &["{task_id}"],
+        "",
+    );
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(cache.join("node_modules"))
+        .arg(&root)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    assert_eq!(o.code, 1, "{}", o.render());
+    let (status, error) = outcome_of(&session, "IMPL-001");
+    assert_eq!(status, "failed", "{error}\n{}", o.render());
+    assert!(
+        error.contains("skipped now") && error.contains("multiplies`"),
+        "{error}"
+    );
+    let (status, error) = outcome_of(&session, "IMPL-002");
+    assert_eq!(status, "failed", "{error}\n{}", o.render());
+    assert!(
+        error.contains("gone")
+            && error.contains("multiplies`")
+            && error.contains("multiplies zero"),
+        "{error}"
+    );
+    let (status, error) = outcome_of(&session, "IMPL-003");
+    assert_eq!(status, "completed", "{error}\n{}", o.render());
+}

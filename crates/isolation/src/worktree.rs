@@ -358,10 +358,24 @@ impl Integration {
     /// `.detached/<name>/`; one that exists is reused when it is at the tip
     /// and made again otherwise.
     pub fn detached_worktree(&self, name: &str) -> Result<Worktree> {
+        let tip = self.tip()?;
+        self.detached_worktree_at(name, &tip)
+    }
+
+    /// A detached worktree of `commit` (a full object name), `.detached/<name>/`,
+    /// reused when it is there at that commit and made again otherwise:
+    /// e.g. a task's base, to run its tests as they were.
+    pub fn detached_worktree_at(&self, name: &str, commit: &str) -> Result<Worktree> {
         check_id("worktree name", name)?;
+        if commit.len() < 40 || !commit.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(IsolationError::BadWorktree {
+                path: self.worktrees_dir().join(DETACHED_DIR).join(name),
+                message: format!("`{commit}` is not a full commit name; expected 40 hex digits"),
+            });
+        }
         let path = self.worktrees_dir().join(DETACHED_DIR).join(name);
         let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
-        let tip = self.tip()?;
+        let tip = commit.to_owned();
         let target = canon(&path);
         let listed = list_worktrees_repaired(&self.repo)?;
         if let Some(l) = listed.iter().find(|l| canon(&l.path) == target) {

@@ -55,6 +55,7 @@
 mod acceptance;
 mod affected;
 mod coverage;
+mod drift;
 mod error;
 mod files;
 mod fixloop;
@@ -75,6 +76,7 @@ pub use acceptance::{
 };
 pub use affected::{AffectedTest, affected_tests, is_test_file};
 pub use coverage::{Coverage, CoverageFormat, detect_format, parse_coverage, parse_coverage_file};
+pub use drift::{TestDrift, touches_tests};
 pub use error::{Result, ValidationError};
 pub use files::{FileCheck, check_files};
 pub use fixloop::{

@@ -529,6 +529,29 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         )
         .await;
         let tests = affected_tests(&work.cwd, &files);
+        // A change to tests or their configuration: the tests compared
+        // with the task's base (gone or newly skipped ones fail it).
+        let base_tests = if syntax.status == CheckStatus::Fail
+            || acceptance.status == CheckStatus::Fail
+            || lane_failure.is_some()
+        {
+            None
+        } else {
+            match self
+                .ctx
+                .compare_tests_with_base(task, &work.workspace, &files)
+                .await
+            {
+                Ok(c) => c,
+                Err(e) => return Ok(self.failure_report(task, &e)),
+            }
+        };
+        let drift_failure = base_tests
+            .as_ref()
+            .filter(|c| !c.drift.is_empty())
+            .map(|c| c.drift.describe());
+        let mut inconclusive = inconclusive;
+        inconclusive.extend(base_tests.as_ref().and_then(|c| c.inconclusive.clone()));
         let review_status = if work.review.0 {
             let review = match derived_id(&task.id, "review") {
                 Ok(id) => {
@@ -579,8 +602,12 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
             "backend_decision": work.decision,
             "code_review_decision": work.review.1,
             "plan_path": work.plan_path,
+            "base_tests": base_tests,
         });
-        let failed = syntax_word == "fail" || acceptance_word == "fail" || lane_failure.is_some();
+        let failed = syntax_word == "fail"
+            || acceptance_word == "fail"
+            || lane_failure.is_some()
+            || drift_failure.is_some();
         let used_backend = backend_used(run, &work.decision.backend);
         // A task that asks for a person's review waits for it, committed
         // on its branch, instead of landing (the run parks it).
@@ -641,7 +668,7 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         };
         work.workspace.finish(landed.is_some());
         let report = if failed {
-            let error = if let Some(why) = &lane_failure {
+            let error = if let Some(why) = lane_failure.as_ref().or(drift_failure.as_ref()) {
                 why.as_str()
             } else if syntax_word == "fail" {
                 "syntax check failed"

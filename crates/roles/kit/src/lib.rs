@@ -38,6 +38,7 @@
 //! ```
 
 pub mod attempt;
+pub mod base_tests;
 pub mod context;
 pub mod landed;
 pub mod landing;

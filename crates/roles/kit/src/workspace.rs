@@ -338,20 +338,28 @@ impl RoleContext {
         let log = wavecrew_core::SessionLayout::new(&self.session_dir)
             .attempts(task.id.as_str())
             .join(format!("setup-{claim}.log"));
+        self.run_setup(dir, &log)?;
+        integration
+            .record_set_up(worktree)
+            .map_err(|e| phase("setup", e))?;
+        wavecrew_core::fsutil::write_atomic(&done, b"")
+            .map_err(|e| PhaseError(format!("setup: {e}")))?;
+        Ok(())
+    }
+
+    /// Run the `[isolation] setup` commands in `dir`, in order, their
+    /// output appended to `log`; the first that fails is a `setup_failed`
+    /// environment error naming it and the end of its output.
+    pub(crate) fn run_setup(&self, dir: &Path, log: &Path) -> Result<(), PhaseError> {
         let limit = std::time::Duration::from_secs(self.config.isolation.setup_timeout_secs);
-        for command in setup {
+        for command in &self.config.isolation.setup {
             let argv = command
                 .argv()
                 .map_err(|e| PhaseError(format!("setup_failed: [isolation] setup: {e}")))?;
             let line = shell_words::join(&argv);
-            let _ = append(&log, &format!("$ {line}\n"));
-            let end = wavecrew_sys::process::run_to_log(
-                Path::new(&argv[0]),
-                &argv[1..],
-                dir,
-                &log,
-                limit,
-            );
+            let _ = append(log, &format!("$ {line}\n"));
+            let end =
+                wavecrew_sys::process::run_to_log(Path::new(&argv[0]), &argv[1..], dir, log, limit);
             let how = match end {
                 Ok(wavecrew_sys::process::LoggedEnd::Exited(Some(0))) => continue,
                 Ok(wavecrew_sys::process::LoggedEnd::Exited(Some(code))) => {
@@ -368,14 +376,9 @@ impl RoleContext {
                  problem, not the agent's: the agent did not run); its output, in {}, ends:\n{}",
                 dir.display(),
                 log.display(),
-                log_tail(&log)
+                log_tail(log)
             )));
         }
-        integration
-            .record_set_up(worktree)
-            .map_err(|e| phase("setup", e))?;
-        wavecrew_core::fsutil::write_atomic(&done, b"")
-            .map_err(|e| PhaseError(format!("setup: {e}")))?;
         Ok(())
     }
 
