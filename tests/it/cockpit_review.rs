@@ -375,12 +375,13 @@ fn a_run_killed_while_work_awaits_review_is_resumed_and_lands_it_once_approved()
     // `wavecrew status` says what the task waits for.
     let o = run_bin("wavecrew", &["status", &session], root);
     assert_eq!(o.code, 0, "{}", o.render());
-    assert!(
-        o.stdout
-            .contains("IMPL-001 [blocked]: awaiting a person's review"),
-        "{}",
-        o.render()
-    );
+    for said in [
+        "IMPL-001 [awaiting_review]",
+        "Awaiting review: IMPL-001 on wavecrew-tasks/TC-review-2026-11-25/IMPL-001/1 \
+         (wavecrew approve|reject <session> IMPL-001)",
+    ] {
+        assert!(o.stdout.contains(said), "{said}: {}", o.render());
+    }
     // The decision is taken while no run is going, and kept for the next.
     let o = run_bin("wavecrew", &["approve", &session, "IMPL-001"], root);
     assert_eq!(o.code, 0, "{}", o.render());
@@ -405,4 +406,90 @@ fn a_run_killed_while_work_awaits_review_is_resumed_and_lands_it_once_approved()
     );
     let done = task(root, "IMPL-001").unwrap();
     assert_eq!(done.error(), None, "{:?}", done.result);
+}
+
+/// An approved landing passes `[integration] verify` on its merge
+/// candidate, as every landing does: a candidate that fails it lands
+/// nothing, and the task is blocked with the check's words.
+#[test]
+fn an_approved_landing_is_verified_and_a_failing_candidate_lands_nothing() {
+    let p = review_project("never");
+    let root = p.path();
+    let session = session_dir(root).display().to_string();
+    let config = root.join("wavecrew.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "\n[integration]\nverify = [\"python3\", \"-c\", \"import os, sys; \
+         print('one.txt is not welcome'); sys.exit(1 if os.path.exists('out/one.txt') else 0)\"]\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let mut run = Run::start(root, &["--max-parallel", "1"]);
+    until("IMPL-001 awaiting review", || {
+        awaiting(root, "IMPL-001").is_some()
+    });
+    let o = run_bin("wavecrew", &["approve", &session, "IMPL-001"], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert_eq!(run.wait(), 1);
+    let t = task(root, "IMPL-001").unwrap();
+    assert_eq!(t.status, TaskStatus::Blocked);
+    let error = t.error().unwrap_or_default().to_owned();
+    assert!(
+        error.contains("the merged result failed its check"),
+        "{error}"
+    );
+    assert_eq!(
+        show(root, &format!("wavecrew/{SESSION}:out/one.txt")),
+        None,
+        "nothing landed"
+    );
+    // IMPL-003, which passes the check, landed.
+    assert_eq!(
+        show(root, &format!("wavecrew/{SESSION}:out/three.txt")).as_deref(),
+        Some("three")
+    );
+}
+
+/// A task held for a person's review that changes a protected path waits
+/// for the review, the path named, instead of failing; approved, it lands.
+#[test]
+fn a_reviewed_change_to_a_protected_path_waits_for_the_person_naming_it() {
+    let p = review_project("never");
+    let root = p.path();
+    let session = session_dir(root).display().to_string();
+    let scenarios = json!([
+        {"match": {"task": "IMPL-001"}, "steps": [
+            {"write": {"path": "out/one.txt", "content": "one v1\n"}},
+            {"write": {"path": "ci/pipeline.yml", "content": "steps: []\n"}},
+            {"say": "IMPL-001 written"}]},
+        {"match": {}, "steps": [{"say": "nothing to do"}]},
+    ]);
+    std::fs::write(
+        root.join("agent.json"),
+        json!({ "scenarios": scenarios }).to_string(),
+    )
+    .unwrap();
+    let config = root.join("wavecrew.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[isolation]\nprotected = [\"ci/**\"]\n");
+    std::fs::write(&config, text).unwrap();
+    let mut run = Run::start(root, &["--max-parallel", "1"]);
+    until("IMPL-001 awaiting review", || {
+        awaiting(root, "IMPL-001").is_some()
+    });
+    let t = task(root, "IMPL-001").unwrap();
+    let r = t.result.clone().unwrap();
+    assert_eq!(r["protected_paths"], json!(["ci/pipeline.yml"]), "{r:#}");
+    assert!(
+        t.error()
+            .unwrap_or_default()
+            .contains("protected paths (ci/pipeline.yml)"),
+        "{r:#}"
+    );
+    let o = run_bin("wavecrew", &["approve", &session, "IMPL-001"], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    run.wait();
+    assert_eq!(
+        show(root, &format!("wavecrew/{SESSION}:ci/pipeline.yml")).as_deref(),
+        Some("steps: []")
+    );
 }

@@ -373,9 +373,7 @@ pub fn apply(session_dir: &Path, action: &Action) -> Result<Applied, ActionError
 /// Whether `task` waits for a person's review; the branch it waits on.
 fn awaiting_review(task: &Task) -> Option<String> {
     let result = task.result.as_ref()?;
-    let waiting = task.status == TaskStatus::Blocked
-        && result.get("awaiting_review").and_then(Value::as_bool) == Some(true);
-    waiting.then(|| {
+    task.awaiting_review().then(|| {
         result
             .get("branch")
             .and_then(Value::as_str)

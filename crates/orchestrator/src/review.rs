@@ -119,6 +119,8 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
         let (id, branch) = (task.id.clone(), branch.to_owned());
         let landed = {
             let (dir, id, branch) = (dir.clone(), id.clone(), branch.clone());
+            let verify = self.verify.clone();
+            let runtime = tokio::runtime::Handle::current();
             blocking(move || -> Result<(Landing, String), String> {
                 let repo = match Repo::open(&dir).map_err(|e| e.to_string())? {
                     Some(r) => r,
@@ -134,7 +136,15 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                         &format!("refs/heads/{branch}"),
                         &branch,
                         id.as_str(),
-                        &mut |_, _| Ok(Verdict::Pass),
+                        // `[integration] verify` on the merge candidate,
+                        // as for every landing.
+                        &mut |i: &Integration, candidate: &str| {
+                            let Some(verify) = &verify else {
+                                return Ok(Verdict::Pass);
+                            };
+                            let wt = i.candidate_worktree(candidate, &verify.copy)?;
+                            Ok(runtime.block_on(verify.run(&wt.path)))
+                        },
                     )
                     .map_err(|e| e.to_string())?;
                 Ok((landing, integration.branch().to_owned()))

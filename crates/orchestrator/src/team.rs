@@ -526,6 +526,7 @@ impl<B: MessageBus + 'static> Team<B> {
             poll: self.options.poll,
             remote: self.options.remote.clone(),
             evidence: self.evidence(),
+            verify: wavecrew_role_kit::Verify::of_config(&self.options.config),
         });
         loop {
             let dag = Dag::build(self.nodes(&tasks, &measured), &BuildOptions::default()).map_err(

@@ -37,6 +37,8 @@ pub(crate) struct WorkerRunner<B: MessageBus + 'static> {
     pub(crate) remote: Option<Arc<dyn RemoteWorkers>>,
     /// What a task's state is checked against (local runs).
     pub(crate) evidence: Evidence,
+    /// `[integration] verify`, run on an approved task's merge candidate.
+    pub(crate) verify: Option<wavecrew_role_kit::Verify>,
 }
 
 impl<B: MessageBus + 'static> WorkerRunner<B> {

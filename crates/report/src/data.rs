@@ -84,6 +84,11 @@ impl RunData {
     }
 }
 
+/// The state the reports and `status` give a task whose validated work
+/// waits for a person's review (`blocked` in the store, with
+/// `awaiting_review` in its result).
+pub const AWAITING_REVIEW: &str = "awaiting_review";
+
 /// Bus record types that end a task.
 pub const FINAL_KINDS: [&str; 10] = [
     "task_complete",
@@ -216,7 +221,12 @@ fn task_report(session_dir: &Path, t: &Task, mine: &[&Value]) -> TaskReport {
         id: t.id.as_str().to_owned(),
         title: t.title().to_owned(),
         role: t.owner.clone(),
-        state: t.status.as_str().to_owned(),
+        // Validated work waiting for a person is not a failure.
+        state: if t.awaiting_review() {
+            AWAITING_REVIEW.to_owned()
+        } else {
+            t.status.as_str().to_owned()
+        },
         wave: None,
         critical: false,
         backend,

@@ -131,6 +131,7 @@ fn icon(state: &str) -> &'static str {
         "skipped" => "⏭️",
         "in_progress" => "⏳",
         "blocked" => "⛔",
+        crate::data::AWAITING_REVIEW => "👀",
         _ => "⬜",
     }
 }
@@ -273,7 +274,7 @@ pub fn lanes(run: &RunData) -> Vec<(usize, usize, u64, u64)> {
         .filter_map(|(i, t)| {
             let a = ms(t.started_at.as_deref()?)?;
             let end = t.ended_at.as_deref().or_else(|| {
-                (t.state == "blocked")
+                (t.state == "blocked" || t.state == crate::data::AWAITING_REVIEW)
                     .then_some(t.last_record_at.as_deref())
                     .flatten()
             })?;

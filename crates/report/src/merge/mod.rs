@@ -200,6 +200,9 @@ pub struct MergeQueue {
     pub landed: Vec<LandedEntry>,
     /// Tasks at work in their own worktrees, not landed yet.
     pub waiting: Vec<WaitingEntry>,
+    /// Tasks whose validated work waits, committed on its branch, for a
+    /// person's review (`wavecrew approve` or `wavecrew reject`).
+    pub awaiting_review: Vec<WaitingEntry>,
     /// Every conflict met, per task in id order.
     pub conflicts: Vec<ConflictEntry>,
     /// Tasks blocked, or failed on a conflict or on `[integration] verify`.
@@ -381,6 +384,7 @@ pub fn collect_queue(
     }
     let landed_ids: HashSet<&str> = landed.iter().map(|l| l.task.as_str()).collect();
     let mut waiting = Vec::new();
+    let mut awaiting_review = Vec::new();
     let mut conflicts = Vec::new();
     let mut blocked = Vec::new();
     for t in tasks.iter() {
@@ -389,6 +393,14 @@ pub fn collect_queue(
             .as_ref()
             .map(TaskMerge::all_conflicts)
             .unwrap_or_default();
+        if t.state == crate::data::AWAITING_REVIEW {
+            awaiting_review.push(WaitingEntry {
+                task: t.id.clone(),
+                branch: worktree_branch(session_dir, &t.id)
+                    .or_else(|| t.merge.as_ref().and_then(|m| m.branch.clone())),
+                conflicts: all.len(),
+            });
+        }
         if t.state == "in_progress" && !landed_ids.contains(t.id.as_str()) {
             // Its own worktree (a record of one), or merge facts already.
             let isolated = session_dir.join("worktrees").join(&t.id).is_dir();
@@ -460,6 +472,7 @@ pub fn collect_queue(
         landed_from: landed_from.to_owned(),
         landed,
         waiting,
+        awaiting_review,
         conflicts,
         blocked,
         take,

@@ -74,6 +74,17 @@ pub fn queue_text(q: &MergeQueue) -> String {
     for (i, l) in q.landed.iter().enumerate() {
         let _ = writeln!(out, "    {}. {} {}", i + 1, l.task, short(&l.commit));
     }
+    for w in &q.awaiting_review {
+        let _ = writeln!(
+            out,
+            "  Awaiting review: {}{} (wavecrew approve|reject <session> {})",
+            w.task,
+            w.branch
+                .as_deref()
+                .map_or_else(String::new, |b| format!(" on {b}")),
+            w.task
+        );
+    }
     if q.waiting.is_empty() {
         out.push_str("  Waiting to land: none\n");
     } else {
@@ -271,6 +282,17 @@ pub fn queue_markdown(q: Option<&MergeQueue>, tasks: &[TaskReport]) -> String {
         out.push_str("\nWaiting to land: ");
         out.push_str(
             &q.waiting
+                .iter()
+                .map(|w| w.task.clone())
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        out.push('\n');
+    }
+    if !q.awaiting_review.is_empty() {
+        out.push_str("\nAwaiting review (`wavecrew approve` or `wavecrew reject`): ");
+        out.push_str(
+            &q.awaiting_review
                 .iter()
                 .map(|w| w.task.clone())
                 .collect::<Vec<_>>()

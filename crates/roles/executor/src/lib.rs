@@ -504,8 +504,13 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         let protected =
             wavecrew_role_kit::lane::protected_paths(&self.ctx.config.isolation.protected);
         let lane = wavecrew_role_kit::lane::Lane::check(task, &work.cwd, &files, &protected);
-        let lane_failure = lane.failure(
+        // A task held for a person's review waits for it with its changes
+        // to protected paths named, instead of failing.
+        let reviewed = wavecrew_role_kit::review_gate::wants_human_review(task)
+            && work.workspace.branch().is_some();
+        let lane_failure = lane.failure_with(
             self.ctx.config.isolation.undeclared == wavecrew_backends::config::UndeclaredMode::Fail,
+            !reviewed,
         );
         // The tree phase 3 checked, unless the files differ.
         let syntax = match &work.syntax {
@@ -616,6 +621,19 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
                 .await
             {
                 Ok(Some(waiting)) => {
+                    let waiting = if lane.protected.is_empty() {
+                        waiting
+                    } else {
+                        waiting.field("protected_paths", &lane.protected).field(
+                            "error",
+                            format!(
+                                "awaiting a person's review of changes to protected paths \
+                                     ({}): `wavecrew approve` lands them, `wavecrew reject \
+                                     --note` revises them",
+                                lane.protected.join(", ")
+                            ),
+                        )
+                    };
                     return Ok(waiting
                         .field("files_modified", &files)
                         .field("validation_results", json!({"syntax": syntax_word, "acceptance": acceptance_word, "tests_found": tests.len(), "code_review": review_status}))

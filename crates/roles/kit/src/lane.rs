@@ -81,6 +81,13 @@ impl Lane {
 
     /// Why the task fails, when its lane says it must.
     pub fn failure(&self, undeclared_fails: bool) -> Option<String> {
+        self.failure_with(undeclared_fails, true)
+    }
+
+    /// [`Lane::failure`], with changes to protected paths failing the task
+    /// only when `protected_fails` (a task held for a person's review
+    /// waits for it instead, the paths named).
+    pub fn failure_with(&self, undeclared_fails: bool, protected_fails: bool) -> Option<String> {
         if !self.links_out.is_empty() {
             let links: Vec<String> = self
                 .links_out
@@ -92,7 +99,7 @@ impl Lane {
                 links.join(", ")
             ));
         }
-        if !self.protected.is_empty() {
+        if protected_fails && !self.protected.is_empty() {
             return Some(format!(
                 "changes to protected paths ([isolation] protected): {}",
                 self.protected.join(", ")

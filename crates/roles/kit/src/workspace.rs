@@ -692,6 +692,17 @@ pub struct Verify {
 }
 
 impl Verify {
+    /// `[integration] verify` of `config`, when it names a command.
+    pub fn of_config(config: &wavecrew_backends::config::Config) -> Option<Verify> {
+        let integration = &config.integration;
+        let argv = integration.verify.as_ref()?.argv().ok()?;
+        Some(Verify {
+            argv,
+            timeout: std::time::Duration::from_secs(integration.verify_timeout_secs),
+            copy: config.isolation.copy.clone(),
+        })
+    }
+
     /// The command line, for messages.
     pub fn display(&self) -> String {
         shell_quote(&self.argv)
@@ -762,13 +773,7 @@ impl RoleContext {
 
     /// `[integration] verify` of the session's configuration, when set.
     pub fn verify(&self) -> Option<Verify> {
-        let integration = &self.config.integration;
-        let argv = integration.verify.as_ref()?.argv().ok()?;
-        Some(Verify {
-            argv,
-            timeout: std::time::Duration::from_secs(integration.verify_timeout_secs),
-            copy: self.config.isolation.copy.clone(),
-        })
+        Verify::of_config(&self.config)
     }
 }
 
