@@ -87,6 +87,9 @@ pub struct RoleContext {
     /// The session's bus.
     pub bus: SharedBus,
     pub(crate) prompts: Arc<Prompts>,
+    /// The session's integration branch once opened (shared by clones):
+    /// opened once per process, not once per use.
+    pub(crate) integration: Arc<std::sync::OnceLock<wavecrew_isolation::Integration>>,
 }
 
 impl std::fmt::Debug for RoleContext {
@@ -117,6 +120,7 @@ impl RoleContext {
             run_backend: None,
             bus,
             prompts: Arc::new(Prompts::new()),
+            integration: Arc::default(),
         }
     }
 

@@ -233,6 +233,9 @@ impl RoleContext {
         if self.config.isolation.mode == IsolationMode::InPlace {
             return Ok(None);
         }
+        if let Some(opened) = self.integration.get() {
+            return Ok(Some(opened.clone()));
+        }
         let repo = Repo::open(&self.project_root).map_err(|e| phase("git", e))?;
         Repo::check_git_version().map_err(|e| phase("isolation", e))?;
         let top = match &repo {
@@ -265,9 +268,9 @@ impl RoleContext {
             )
             .map_err(|e| phase("the shadow repository", e))?,
         };
-        Integration::start(&repo, &self.session_name(), &exclude, &self.session_dir)
-            .map(Some)
-            .map_err(|e| phase("the integration branch", e))
+        let opened = Integration::start(&repo, &self.session_name(), &exclude, &self.session_dir)
+            .map_err(|e| phase("the integration branch", e))?;
+        Ok(Some(self.integration.get_or_init(|| opened).clone()))
     }
 
     /// The workspace of `task`'s claim number `claim`: its own worktree
