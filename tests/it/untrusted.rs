@@ -514,7 +514,10 @@ fn pytest_tests_skipped_deleted_or_replaced_fail_the_task_by_name() {
     let agent = "import pathlib, sys\ntask = sys.argv[1]\n\
 calc = pathlib.Path('calc.py')\n\
 tests = pathlib.Path('test_calc.py')\n\
-if task == 'IMPL-004':\n\
+if task == 'IMPL-005':\n\
+\x20   calc.write_text(calc.read_text().replace('a - b', 'a + b'))\n\
+\x20   tests.write_text(tests.read_text().replace('def test_sub_is_not_here():\\n    assert True\\n', ''))\n\
+elif task == 'IMPL-004':\n\
 \x20   calc.write_text(calc.read_text().replace('a - b', 'a + b'))\n\
 \x20   tests.write_text(tests.read_text() + '\\ndef test_add_zero():\\n    assert add(0, 0) == 0\\n')\n\
 else:\n\
@@ -528,17 +531,23 @@ if task == 'IMPL-003':\n\
 print(task + ' done')\n";
     let task = |id: &str| {
         format!(
-            "[[tasks]]\nid = \"{id}\"\ntitle = \"Fix add\"\nfiles = [\"calc.py\", \"test_calc.py\"]\n\
+            "[[tasks]]\nid = \"{id}\"\ntitle = \"Fix add\"\nfiles = [\"calc.py\", \"test_calc.py\"]\n{}\
              acceptance = [\n  {{ criterion = \"pytest passes\", verify = [\"python3\", \"-m\", \
-             \"pytest\", \"-q\", \"-p\", \"no:cacheprovider\"] }},\n]\n\n"
+             \"pytest\", \"-q\", \"-p\", \"no:cacheprovider\"] }},\n]\n\n",
+            if id == "IMPL-005" {
+                "may_remove_tests = true\n"
+            } else {
+                ""
+            }
         )
     };
     let tasks = format!(
-        "goal = \"Fix add\"\nsession = \"TC-gamed\"\n\n{}{}{}{}",
+        "goal = \"Fix add\"\nsession = \"TC-gamed\"\n\n{}{}{}{}{}",
         task("IMPL-001"),
         task("IMPL-002"),
         task("IMPL-003"),
-        task("IMPL-004")
+        task("IMPL-004"),
+        task("IMPL-005")
     );
     commit_project(
         &root,
@@ -577,6 +586,21 @@ print(task + ' done')\n";
     }
     let (status, error) = outcome_of(&session, "IMPL-004");
     assert_eq!(status, "completed", "{error}\n{all}");
+    // A task that says it may remove tests completes; the removal is in
+    // its evidence.
+    let (status, error) = outcome_of(&session, "IMPL-005");
+    assert_eq!(status, "completed", "{error}\n{all}");
+    let store = wavecrew_core::FileTaskStore::for_session(&session);
+    let r = store
+        .get(&TaskId::new("IMPL-005").unwrap())
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(
+        r["evidence"]["base_tests"]["drift"]["gone"],
+        serde_json::json!(["test_calc::test_sub_is_not_here"]),
+        "{r:#}"
+    );
     // Nothing gamed landed; the base's worktrees are gone.
     let landed = git(&root, &["show", "wavecrew/TC-gamed:test_calc.py"]);
     assert!(

@@ -124,6 +124,12 @@ pub struct TaskDef {
     /// none of them fails ("no change to the declared files").
     #[serde(default)]
     pub may_change_nothing: bool,
+    /// The task may remove or skip tests of its base (a rename, a test
+    /// moved or retired on purpose): they are still compared and listed in
+    /// its result, but do not fail it. Default: a test of the base that is
+    /// gone or newly skipped fails the task, naming it.
+    #[serde(default)]
+    pub may_remove_tests: bool,
     /// What must hold when the task is done: a sentence, or a table with a
     /// `verify` command that proves it.
     #[serde(default)]

@@ -82,6 +82,10 @@ pub(crate) fn task_record(
         task.metadata
             .insert("may_change_nothing".into(), Value::Bool(true));
     }
+    if def.may_remove_tests {
+        task.metadata
+            .insert("may_remove_tests".into(), Value::Bool(true));
+    }
     if let Some(b) = def.backend.as_deref().or(default_backend) {
         task.metadata.insert("executor".into(), Value::from(b));
     }

@@ -551,10 +551,21 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
                 Err(e) => return Ok(self.failure_report(task, &e)),
             }
         };
+        // `may_remove_tests = true`: listed in the evidence, not a failure.
+        let may_remove_tests = task
+            .metadata
+            .get("may_remove_tests")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         let drift_failure = base_tests
             .as_ref()
-            .filter(|c| !c.drift.is_empty())
-            .map(|c| c.drift.describe());
+            .filter(|c| !c.drift.is_empty() && !may_remove_tests)
+            .map(|c| {
+                format!(
+                    "{} (a task that may remove tests says `may_remove_tests = true`)",
+                    c.drift.describe()
+                )
+            });
         let mut inconclusive = inconclusive;
         inconclusive.extend(base_tests.as_ref().and_then(|c| c.inconclusive.clone()));
         let review_status = if work.review.0 {
