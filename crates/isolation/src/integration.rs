@@ -434,7 +434,12 @@ impl Integration {
     /// branch (first-parent history since the base; the newest wins). What
     /// is merged is read from git, never from a file.
     pub fn merged_tasks(&self) -> Result<BTreeMap<String, String>> {
-        let tip = self.tip()?;
+        self.merged_tasks_at(&self.tip()?)
+    }
+
+    /// [`Integration::merged_tasks`] as of the commit `tip` of the branch
+    /// (read once by the caller, e.g. under the merge queue's lock).
+    pub(crate) fn merged_tasks_at(&self, tip: &str) -> Result<BTreeMap<String, String>> {
         let format = format!("--format=%x1e%H%x1f%(trailers:key={TRAILER},valueonly)");
         let range = format!("{}..{tip}", self.state.base);
         let out = self

@@ -302,7 +302,7 @@ impl Integration {
         }
         for _ in 0..MAX_TRIES {
             let tip = self.tip()?;
-            if let Some(commit) = self.merged_tasks()?.remove(task) {
+            if let Some(commit) = self.merged_tasks_at(&tip)?.remove(task) {
                 return Ok(Landing::AlreadyMerged { commit });
             }
             let head = self.repo.must_resolve(task_ref)?;

@@ -323,8 +323,17 @@ pub(crate) fn free_slot(slots: &Path, listed: &[Listed]) -> PathBuf {
         .unwrap_or_else(|| slots.join("0"))
 }
 
-/// The git folder of the worktree at `path` (its own, not the common one).
+/// The git folder of the worktree at `path` (its own, not the common
+/// one): what its `.git` file names (`gitdir: <folder>`, as `git worktree
+/// add` writes it), asked of git when the file says otherwise.
 fn own_git_dir(path: &Path) -> Result<PathBuf> {
+    let named = fs::read_to_string(path.join(".git"))
+        .ok()
+        .and_then(|text| Some(PathBuf::from(text.strip_prefix("gitdir: ")?.trim_end())))
+        .filter(|dir| dir.is_absolute() && dir.is_dir());
+    if let Some(dir) = named {
+        return Ok(dir);
+    }
     let out = crate::git::git(path)
         .args(["rev-parse", "--absolute-git-dir"])
         .text()?;

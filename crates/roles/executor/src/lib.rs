@@ -141,9 +141,9 @@ pub struct ExecWork {
     /// and was killed before it could record so): the task completes from
     /// it and its agent is not run again.
     pub landed: Option<String>,
-    /// The syntax check of the tree the last attempt left, with the files
-    /// it was given: phase 4 takes it rather than checking the same tree
-    /// again (a `cargo check` of a large workspace is seconds).
+    /// What the last attempt changed and the syntax check of the tree it
+    /// left: phase 4 takes both rather than reading and checking the same
+    /// tree again (a `cargo check` of a large workspace is seconds).
     pub syntax: Option<(Vec<String>, SyntaxReport)>,
 }
 
@@ -496,9 +496,14 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         conflicts: &[Value],
     ) -> Result<Report, wavecrew_role_kit::Landed> {
         let run = work.run.as_ref();
-        let files = match changed_files(work) {
-            Ok(files) => files,
-            Err(e) => return Ok(self.failure_report(task, &e)),
+        // What phase 3 found changed (nothing touched the tree since), or
+        // read now.
+        let files = match &work.syntax {
+            Some((files, _)) => files.clone(),
+            None => match changed_files(work) {
+                Ok(files) => files,
+                Err(e) => return Ok(self.failure_report(task, &e)),
+            },
         };
         // What the changed files say against the declared ones.
         let protected =
@@ -512,10 +517,10 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
             self.ctx.config.isolation.undeclared == wavecrew_backends::config::UndeclaredMode::Fail,
             !reviewed,
         );
-        // The tree phase 3 checked, unless the files differ.
+        // The tree phase 3 checked.
         let syntax = match &work.syntax {
-            Some((checked, syntax)) if *checked == files => syntax.clone(),
-            _ => check_syntax(&work.cwd, &self.ctx.syntax_options(files.clone())).await,
+            Some((_, syntax)) => syntax.clone(),
+            None => check_syntax(&work.cwd, &self.ctx.syntax_options(files.clone())).await,
         };
         // A check that ran out of time says nothing of the code: it is an
         // environment problem, reported, and never the agent's failure.
