@@ -48,6 +48,31 @@ impl Repo {
                 std::io::Error::new(std::io::ErrorKind::NotFound, "not a folder"),
             ));
         }
+        // One process in a work tree (the common case); the two steps
+        // below tell the other cases apart.
+        let at_once = git(path)
+            .args([
+                "rev-parse",
+                "--is-inside-work-tree",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--git-common-dir",
+                "--git-path",
+                "index",
+            ])
+            .text();
+        if let Ok(text) = at_once
+            && let ["true", top, common, index] = text.lines().collect::<Vec<_>>().as_slice()
+        {
+            return Ok(Some(Repo {
+                top: PathBuf::from(top),
+                work_tree: PathBuf::from(top),
+                common_dir: PathBuf::from(common),
+                index: PathBuf::from(index),
+                shadow: None,
+                identity: OnceLock::new(),
+            }));
+        }
         let probe = git(path).args(["rev-parse", "--is-inside-work-tree"]);
         let (line, out) = probe.output()?;
         if !out.status.success() {

@@ -296,7 +296,15 @@ impl Role for Executor {
         let review = resolve_code_review(task, plan.as_ref());
         // Work that already landed is the task's evidence: no worktree,
         // no agent (see `ExecWork::landed`).
-        let landed = self.ctx.landed_commit(task)?;
+        // Only a task an earlier attempt ran can have landed.
+        let tried = !wavecrew_core::SessionLayout::new(&self.ctx.session_dir)
+            .attempt_numbers(task.id.as_str())
+            .is_empty();
+        let landed = if tried {
+            self.ctx.landed_commit(task)?
+        } else {
+            None
+        };
         let workspace = match &landed {
             Some(_) => wavecrew_role_kit::Workspace::InPlace {
                 dir: self.ctx.project_root.clone(),
