@@ -66,10 +66,22 @@ impl RoleContext {
             return Ok(None);
         };
         let framework = after.framework().clone();
-        let after = after
-            .run()
-            .await
-            .map_err(|e| PhaseError(format!("running the tests in the task's worktree: {e}")))?;
+        let after = match after.run().await {
+            Ok(run) => run,
+            // Tests that cannot run say nothing of the change: reported as
+            // an environment problem, not the agent's failure.
+            Err(e) => {
+                return Ok(Some(BaseComparison {
+                    framework: framework.name().to_owned(),
+                    base_tests: 0,
+                    task_tests: 0,
+                    drift: TestDrift::default(),
+                    inconclusive: Some(format!(
+                        "the tests could not run in the task's worktree: {e}"
+                    )),
+                }));
+            }
+        };
 
         // The base, checked out beside it.
         let (integration, base, name) = (
