@@ -185,9 +185,15 @@ impl Integration {
             return Ok(None);
         };
         wavecrew_core::fsutil::write_atomic(resetting, b"{}")?;
-        crate::git::git(&path)
+        let pointed = crate::git::git(&path)
             .args(["symbolic-ref", "HEAD", reference])
-            .run()?;
+            .run();
+        if pointed.is_err() {
+            // Whatever state it is in, it goes; the caller makes a fresh one.
+            remove_any(resetting)?;
+            self.remove_path(&path, listed)?;
+            return Ok(None);
+        }
         Ok(Some((
             path.clone(),
             Claim {
@@ -234,10 +240,13 @@ impl Integration {
                         "HEAD",
                         "--",
                     ])
-                    .run()?;
-                !crate::git::split_nul(&changed)
-                    .iter()
-                    .any(|p| is_dependency_file(p))
+                    .run();
+                // A commit git cannot compare with: set up again.
+                changed.is_ok_and(|changed| {
+                    !crate::git::split_nul(&changed)
+                        .iter()
+                        .any(|p| is_dependency_file(p))
+                })
             }
             None => false,
         };
