@@ -386,10 +386,10 @@ fn a_task_whose_work_landed_completes_from_the_landing_on_resume() {
 /// tampered, by path, and IMPL-002 runs; the deleted one is made again
 /// from the session's analysis and IMPL-003 runs. Every task ran, and
 /// the run says what it found.
-#[test]
-fn a_forged_or_deleted_task_file_is_reported_and_the_tasks_run() {
-    let tmp = TempProject::new();
-    let root = app_root(&tmp);
+/// A project whose IMPL-001 agent (unconfined) marks IMPL-002's task file
+/// completed and deletes IMPL-003's; `extra` goes into `wavecrew.toml`.
+fn forging_project(tmp: &TempProject, extra: &str) -> (PathBuf, PathBuf) {
+    let root = app_root(tmp);
     let session = root.join(".workflow/.team/TC-forged");
     let agent = format!(
         "import json, os, pathlib, sys\ntask = sys.argv[1]\n\
@@ -424,8 +424,15 @@ fn a_forged_or_deleted_task_file_is_reported_and_the_tasks_run() {
             ),
         ],
         &["{task_id}"],
-        "\n[isolation]\nsandbox = \"off\"\n",
+        &format!("\n[isolation]\nsandbox = \"off\"\n{extra}"),
     );
+    (root, session)
+}
+
+#[test]
+fn a_forged_or_deleted_task_file_is_reported_and_the_tasks_run() {
+    let tmp = TempProject::new();
+    let (root, session) = forging_project(&tmp, "");
 
     let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
     let all = format!("{}{}", o.stdout, o.stderr);
@@ -449,6 +456,22 @@ fn a_forged_or_deleted_task_file_is_reported_and_the_tasks_run() {
         assert!(files.contains(f), "{f}: {files}");
     }
     assert_eq!(o.code, 0, "{all}");
+}
+
+/// `[isolation] trust_task_files = true` keeps the seed's behaviour: the
+/// forged `completed` is believed, IMPL-002 never runs, nothing is
+/// reported as tampered.
+#[test]
+fn trusted_task_files_keep_the_seeds_behaviour() {
+    let tmp = TempProject::new();
+    let (root, session) = forging_project(&tmp, "trust_task_files = true\n");
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    let all = format!("{}{}", o.stdout, o.stderr);
+    assert!(!all.contains("tampered"), "{all}");
+    assert!(
+        !session.join("attempts/IMPL-002").exists(),
+        "IMPL-002 never ran: {all}"
+    );
 }
 
 /// The tools scripts/test.sh installs (pytest, jest) are here.

@@ -422,6 +422,11 @@ pub struct IsolationConfig {
     /// wavecrew's own `wavecrew.toml` and task files (`*.tasks.toml`); add
     /// CI configuration, `AGENTS.md`, verifier configs.
     pub protected: Vec<String>,
+    /// Believe a task file that says `completed` without an attempt of the
+    /// task (the seed's behaviour: a hand-edited status skips the task).
+    /// Default false: such a file is reported as tampered and the task
+    /// runs.
+    pub trust_task_files: bool,
 }
 
 /// `[isolation] undeclared`.
@@ -481,6 +486,7 @@ impl Default for IsolationConfig {
             .to_vec(),
             undeclared: UndeclaredMode::default(),
             setup_again: SetupAgain::default(),
+            trust_task_files: false,
             protected: [
                 "wavecrew.toml",
                 "**/wavecrew.toml",

@@ -438,7 +438,8 @@ impl<B: MessageBus + 'static> Team<B> {
     pub async fn run(&mut self) -> wavecrew_core::Result<RunEnd> {
         let store = Arc::clone(&self.store);
         let (bus, evidence) = (Arc::clone(&self.bus), self.evidence());
-        let local = self.options.remote.is_none();
+        let local =
+            self.options.remote.is_none() && !self.options.config.isolation.trust_task_files;
         // A task an earlier run left completed counts only with its
         // evidence (local runs: the attempts live here).
         let tasks = blocking(move || {
@@ -526,6 +527,7 @@ impl<B: MessageBus + 'static> Team<B> {
             poll: self.options.poll,
             remote: self.options.remote.clone(),
             evidence: self.evidence(),
+            trust_task_files: self.options.config.isolation.trust_task_files,
             verify: wavecrew_role_kit::Verify::of_config(&self.options.config),
         });
         loop {
