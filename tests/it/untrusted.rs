@@ -380,12 +380,6 @@ fn a_task_whose_work_landed_completes_from_the_landing_on_resume() {
     );
 }
 
-/// Unconfined (`sandbox = "off"`), IMPL-001's agent marks IMPL-002's task
-/// file completed (a copy of it with the status changed) and deletes
-/// IMPL-003's. wavecrew believes neither: the forged file is reported as
-/// tampered, by path, and IMPL-002 runs; the deleted one is made again
-/// from the session's analysis and IMPL-003 runs. Every task ran, and
-/// the run says what it found.
 /// A project whose IMPL-001 agent (unconfined) marks IMPL-002's task file
 /// completed and deletes IMPL-003's; `extra` goes into `wavecrew.toml`.
 fn forging_project(tmp: &TempProject, extra: &str) -> (PathBuf, PathBuf) {
@@ -429,6 +423,12 @@ fn forging_project(tmp: &TempProject, extra: &str) -> (PathBuf, PathBuf) {
     (root, session)
 }
 
+/// Unconfined (`sandbox = "off"`), IMPL-001's agent marks IMPL-002's task
+/// file completed (a copy of it with the status changed) and deletes
+/// IMPL-003's. wavecrew believes neither: the forged file is reported as
+/// tampered, by path, and IMPL-002 runs; the deleted one is made again
+/// from the session's analysis and IMPL-003 runs. Every task ran, and
+/// the run says what it found.
 #[test]
 fn a_forged_or_deleted_task_file_is_reported_and_the_tasks_run() {
     let tmp = TempProject::new();
