@@ -477,6 +477,13 @@ fn a_person_reviews_in_the_page_comments_a_line_rejects_then_approves_and_sees_i
         "IMPL-001 landed in the merge queue",
         "document.querySelector('#mq-landed').textContent.includes('IMPL-001')",
     );
+    // The run first (on a loaded machine the dependent task takes a while),
+    // saying where it stands if it never gets there; then the page.
+    crate::cockpit::until("IMPL-002 completed in the store", || {
+        task(root, "IMPL-002").is_some_and(|t| t.status == TaskStatus::Completed)
+            || task(root, "IMPL-002")
+                .is_some_and(|t| t.status.is_unsuccessful() && panic!("IMPL-002 ended {t:?}"))
+    });
     b.until(
         "IMPL-002 shown completed",
         "document.querySelector('#task-IMPL-002').dataset.state === 'completed'",

@@ -811,14 +811,6 @@ fn worktreeinclude_files_that_git_ignores_are_copied_into_each_worktree() {
     }
 }
 
-/// The tools scripts/test.sh installs (jest, vitest, pytest) are here.
-fn test_tools_cache() -> std::path::PathBuf {
-    std::env::var_os("WAVECREW_CACHE").map_or_else(
-        || std::path::PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/wavecrew"),
-        std::path::PathBuf::from,
-    )
-}
-
 /// Jest ignores every file under a `.git` folder: a task's worktree must
 /// not be there, or its acceptance `jest` finds no tests and the task
 /// fails for the environment's sake. The worktrees live beside the
@@ -826,7 +818,7 @@ fn test_tools_cache() -> std::path::PathBuf {
 /// completes.
 #[test]
 fn jest_finds_the_tests_of_a_task_in_its_worktree() {
-    let jest = test_tools_cache().join("node/node_modules/.bin/jest");
+    let jest = wavecrew_testkit::agent_cli_bins::cache_dir().join("node/node_modules/.bin/jest");
     assert!(
         jest.exists(),
         "jest is not installed at {}: run scripts/test.sh (never skipped)",

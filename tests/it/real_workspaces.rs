@@ -13,14 +13,6 @@ use wavecrew_core::{TaskId, TaskStore};
 use wavecrew_testkit::git::{TempProject, git};
 use wavecrew_testkit::run_bin;
 
-/// The tools scripts/test.sh installs (jest, vitest, pytest) are here.
-fn test_tools_cache() -> PathBuf {
-    std::env::var_os("WAVECREW_CACHE").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/wavecrew"),
-        PathBuf::from,
-    )
-}
-
 /// A project folder `app` in a temporary folder, with `files` written.
 fn project(tmp: &TempProject, files: &[(&str, &str)]) -> PathBuf {
     let root = tmp.path().canonicalize().unwrap().join("app");
@@ -233,7 +225,7 @@ fn a_cargo_workspace_checks_incrementally_in_its_worktrees() {
 /// takes the first's worktree over warm and runs jest from it.
 #[test]
 fn vitest_and_jest_run_from_the_users_node_modules_in_each_worktree() {
-    let cache = test_tools_cache().join("node");
+    let cache = wavecrew_testkit::agent_cli_bins::cache_dir().join("node");
     assert!(
         cache.join("node_modules/.bin/vitest").exists(),
         "vitest is not installed in {}: run scripts/test.sh (never skipped)",
@@ -323,7 +315,7 @@ fn vitest_and_jest_run_from_the_users_node_modules_in_each_worktree() {
 /// `.venv/bin/python -m pytest`.
 #[test]
 fn a_pytest_project_runs_in_the_worktrees_own_venv() {
-    let py = test_tools_cache().join("py/bin/python");
+    let py = wavecrew_testkit::agent_cli_bins::cache_dir().join("py/bin/python");
     assert!(
         py.exists(),
         "pytest is not installed at {}: run scripts/test.sh (never skipped)",

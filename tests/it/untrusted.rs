@@ -474,14 +474,6 @@ fn trusted_task_files_keep_the_seeds_behaviour() {
     );
 }
 
-/// The tools scripts/test.sh installs (pytest, jest) are here.
-fn test_tools_cache() -> PathBuf {
-    std::env::var_os("WAVECREW_CACHE").map_or_else(
-        || PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cache/wavecrew"),
-        PathBuf::from,
-    )
-}
-
 /// `wavecrew run <args>` in `root` with `tools` first on `PATH`.
 fn run_with_tools(root: &Path, tools: &Path, args: &[&str]) -> (i32, String) {
     let path = format!(
@@ -525,7 +517,7 @@ fn outcome_of(session: &Path, id: &str) -> (String, String) {
 /// of its base. An agent that fixes the bug and adds a test completes.
 #[test]
 fn pytest_tests_skipped_deleted_or_replaced_fail_the_task_by_name() {
-    let py = test_tools_cache().join("py/bin");
+    let py = wavecrew_testkit::agent_cli_bins::cache_dir().join("py/bin");
     assert!(
         py.join("pytest").exists(),
         "pytest is not installed in {}: run scripts/test.sh (never skipped)",
@@ -642,7 +634,7 @@ print(task + ' done')\n";
 /// fixes the code completes.
 #[test]
 fn jest_tests_skipped_or_replaced_fail_the_task_by_name() {
-    let cache = test_tools_cache().join("node");
+    let cache = wavecrew_testkit::agent_cli_bins::cache_dir().join("node");
     assert!(
         cache.join("node_modules/.bin/jest").exists(),
         "jest is not installed in {}: run scripts/test.sh (never skipped)",

@@ -64,14 +64,7 @@ impl Repo {
         if let Ok(text) = at_once
             && let ["true", top, common, index] = text.lines().collect::<Vec<_>>().as_slice()
         {
-            return Ok(Some(Repo {
-                top: PathBuf::from(top),
-                work_tree: PathBuf::from(top),
-                common_dir: PathBuf::from(common),
-                index: PathBuf::from(index),
-                shadow: None,
-                identity: OnceLock::new(),
-            }));
+            return Ok(Some(Repo::of_work_tree(top, common, index)));
         }
         let probe = git(path).args(["rev-parse", "--is-inside-work-tree"]);
         let (line, out) = probe.output()?;
@@ -103,14 +96,20 @@ impl Repo {
                 expected: "three absolute paths (top, common dir, index)",
             });
         };
-        Ok(Some(Repo {
+        Ok(Some(Repo::of_work_tree(top, common, index)))
+    }
+
+    /// The repository of the work tree at `top`, with its common git
+    /// folder and index (absolute paths, as git printed them).
+    fn of_work_tree(top: &str, common: &str, index: &str) -> Repo {
+        Repo {
             top: PathBuf::from(top),
             work_tree: PathBuf::from(top),
             common_dir: PathBuf::from(common),
             index: PathBuf::from(index),
             shadow: None,
             identity: OnceLock::new(),
-        }))
+        }
     }
 
     /// git ≥ 2.38 (for `merge-tree --write-tree`), else an error naming the
