@@ -161,8 +161,8 @@ fn writable(dir: &Path) -> bool {
 pub fn worktree_path(repo: &Repo, session: &str, task: &str, attempt: u32) -> PathBuf {
     let slots = worktrees_dir(repo, session).join(crate::pool::SLOTS_DIR);
     let branch = format!(
-        "refs/heads/{}{session}/{task}/{attempt}",
-        crate::worktree::TASK_BRANCH_PREFIX
+        "refs/heads/{}",
+        crate::worktree::task_branch_name(session, task, attempt)
     );
     let listed = crate::worktree::list_worktrees(repo).unwrap_or_default();
     listed

@@ -36,6 +36,12 @@ use crate::repo::Repo;
 pub const TASK_BRANCH_PREFIX: &str = "wavecrew-tasks/";
 /// The folder of read-only worktrees inside [`Integration::worktrees_dir`].
 pub const DETACHED_DIR: &str = ".detached";
+/// The short name of the branch of attempt `attempt` of `task` in session
+/// `session`: `wavecrew-tasks/<session>/<task>/<attempt>`.
+pub(crate) fn task_branch_name(session: &str, task: &str, attempt: u32) -> String {
+    format!("{TASK_BRANCH_PREFIX}{session}/{task}/{attempt}")
+}
+
 /// The extension of the marker beside an attempt's record while a pooled
 /// worktree taken over for it is being reset.
 const RESETTING: &str = "resetting";
@@ -214,7 +220,7 @@ pub(crate) fn canon(path: &Path) -> PathBuf {
 impl Integration {
     /// The short name of the branch of attempt `attempt` of `task`.
     pub fn task_branch(&self, task: &str, attempt: u32) -> String {
-        format!("{TASK_BRANCH_PREFIX}{}/{task}/{attempt}", self.session_id())
+        task_branch_name(self.session_id(), task, attempt)
     }
 
     /// The folder of the worktree of attempt `attempt` of `task`, when it

@@ -51,9 +51,7 @@ impl Evidence {
 
     /// The file of `task` in the store.
     fn file_of(&self, task: &TaskId) -> PathBuf {
-        SessionLayout::new(&self.session_dir)
-            .tasks()
-            .join(format!("{}.json", task.as_str()))
+        wavecrew_core::FileTaskStore::for_session(&self.session_dir).path_of(task)
     }
 
     /// `task` as the store has it, unless it says it ended without
