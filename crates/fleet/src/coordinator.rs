@@ -44,6 +44,10 @@ use wavecrew_role_kit::workspace::Verify;
 use crate::error::{FleetError, Result};
 use crate::kit::{AttemptPack, SessionKit};
 
+mod steer;
+
+pub(crate) use steer::{cancel_asked, cancelled_result};
+
 /// How the coordinator talks to its hosts.
 #[derive(Debug, Clone)]
 pub struct CoordinatorOptions {
@@ -308,6 +312,8 @@ impl Coordinator {
     }
 
     async fn run_task(&self, task: &Task, role: &str) -> Result<()> {
+        // A person rejected its work: the revision goes out.
+        self.take_revision(task).await?;
         let mut progress = Dispatch::default();
         let mut errors = 0;
         loop {
@@ -342,9 +348,20 @@ impl Coordinator {
                     Ok(Step::Again)
                 }
             },
+            // Once per attempt: a host that took the task over runs a new
+            // attempt, which the request stops in turn.
+            _ if progress.cancel_passed != Some(current.attempts)
+                && self.cancel_wanted(&current).await =>
+            {
+                self.pass_cancel(&current).await?;
+                progress.cancel_passed = Some(current.attempts);
+                Ok(Step::Again)
+            }
             TaskStatus::Pending => {
                 let attempt = current.attempts + 1;
                 if progress.published != Some(attempt) {
+                    // A person's approval may have moved the tip.
+                    self.publish_tip().await?;
                     self.tickets.publish(role, &task.id, attempt).await?;
                     progress.published = Some(attempt);
                 }
@@ -456,7 +473,14 @@ impl Coordinator {
             .get("commit")
             .and_then(Value::as_str)
             .map(str::to_owned);
-        if status == TaskStatus::Completed
+        let held = status == TaskStatus::Completed
+            && wavecrew_role_kit::review_gate::wants_human_review(current);
+        if held && let Some(commit) = &commit {
+            // Validated work waiting for a person: not landed, parked.
+            self.hold_for_review(&id, attempt, &host, commit, &mut result)
+                .await?;
+            status = TaskStatus::Blocked;
+        } else if status == TaskStatus::Completed
             && let Some(commit) = commit
         {
             match self.land(&id, attempt, &host, &commit).await? {
@@ -527,6 +551,8 @@ impl Coordinator {
             })
         })
         .await?;
+        self.settle_cancel(&id, &host, &current_result(current))
+            .await?;
         Ok(Home::Done)
     }
 
@@ -675,6 +701,8 @@ struct Dispatch {
     revised: bool,
     /// The remote lease last shown in the local store.
     shown: Option<String>,
+    /// The attempt a person's cancel was handed on to in KV.
+    cancel_passed: Option<u32>,
 }
 
 /// What one look at a task asks for next.
@@ -688,6 +716,11 @@ enum Step {
 enum Home {
     Done,
     SendAgain,
+}
+
+/// The result of a task's KV entry (an empty object when it has none).
+fn current_result(task: &Task) -> Value {
+    task.result.clone().unwrap_or_else(|| json!({}))
 }
 
 fn write_marker(marker: &Path) -> Result<()> {

@@ -38,7 +38,7 @@ use wavecrew_engine_nats::{
 use wavecrew_isolation::Repo;
 use wavecrew_orchestrator::FailurePolicy;
 
-use crate::coordinator::{attempt_branch, blocking, ended};
+use crate::coordinator::{attempt_branch, blocking, cancel_asked, cancelled_result, ended};
 use crate::error::{FleetError, Result};
 use crate::git::{git, git_test};
 use crate::kit::{AttemptPack, SessionKit};
@@ -106,6 +106,23 @@ struct Served {
     syncing: tokio::sync::Mutex<()>,
     done: AtomicBool,
 }
+
+/// How the role binary of one attempt ended.
+enum RoleEnd {
+    /// It exited.
+    Exited,
+    /// The lease was lost: it was killed.
+    LeaseLost,
+    /// A person cancelled the task: it was stopped.
+    Cancelled,
+}
+
+/// How long a cancelled agent has to stop before it is killed (as on one
+/// machine).
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// How often a running attempt's KV entry is read for a person's cancel.
+const CANCEL_LOOK: Duration = Duration::from_secs(1);
 
 /// How one ticket ended on this host.
 enum TicketEnd {
@@ -421,9 +438,10 @@ impl Served {
         let ran = self
             .run_role(&task, &worker, &ticket, &session_dir, &config)
             .await;
-        match ran {
-            Ok(true) => {}
-            Ok(false) => {
+        let cancelled = match ran {
+            Ok(RoleEnd::Exited) => false,
+            Ok(RoleEnd::Cancelled) => true,
+            Ok(RoleEnd::LeaseLost) => {
                 self.remove_worktree(&work);
                 return Ok(TicketEnd::LeaseLost);
             }
@@ -435,8 +453,15 @@ impl Served {
                 ));
                 return self.release(&task, &worker, ticket, &work).await;
             }
-        }
-        let replica = {
+        };
+        let replica = if cancelled {
+            // Recorded as one machine records a cancel: failed, with
+            // `cancelled` in its result (a retry runs it again).
+            let mut t = task.clone();
+            t.status = TaskStatus::Failed;
+            t.result = Some(cancelled_result());
+            t
+        } else {
             let (dir, id) = (session_dir.clone(), task.id.clone());
             blocking(move || FileTaskStore::for_session(&dir).get(&id)).await?
         };
@@ -497,8 +522,32 @@ impl Served {
         Ok((session_dir, tip, config))
     }
 
-    /// Run the role binary with heartbeats: Ok(true) when it exited, Ok(false)
-    /// when the lease was lost (the agent was killed).
+    /// Whether a person asked to cancel attempt `attempt` of `task` (its KV
+    /// entry says so). A store out of reach says no.
+    async fn cancel_asked(&self, task: &Task) -> bool {
+        let (store, id, attempt) = (self.store.clone(), task.id.clone(), task.attempts);
+        let read = tokio::time::timeout(CANCEL_LOOK, blocking(move || store.get(&id))).await;
+        matches!(read, Ok(Ok(t)) if cancel_asked(&t, attempt))
+    }
+
+    /// One lease renewal and progress ack, whatever comes of them (the end
+    /// that follows finds out whether the lease is still this host's).
+    async fn renew(&self, task: &Task, worker: &WorkerInfo, ticket: &Ticket) {
+        let (store, id, w) = (self.store.clone(), task.id.clone(), worker.clone());
+        let renewed = tokio::time::timeout(
+            self.card.ack_wait() / 3,
+            blocking(move || store.heartbeat(&id, &w)),
+        )
+        .await;
+        if matches!(renewed, Ok(Ok(())))
+            && let Err(e) = ticket.progress().await
+        {
+            tracing::warn!("progress ack: {e}");
+        }
+    }
+
+    /// Run the role binary with heartbeats, looking for a person's cancel
+    /// every second: how it ended (a lost lease or a cancel stopped it).
     async fn run_role(
         &self,
         task: &Task,
@@ -506,7 +555,7 @@ impl Served {
         ticket: &Ticket,
         session_dir: &Path,
         config: &Path,
-    ) -> Result<bool> {
+    ) -> Result<RoleEnd> {
         let kit = self.kit();
         let launcher = wavecrew_orchestrator::launch::Launcher {
             session_dir: session_dir.to_owned(),
@@ -541,13 +590,29 @@ impl Served {
         let pid = child.id();
         let beat = self.card.ack_wait() / 3;
         let mut last_ok = Instant::now();
+        let mut next_beat = Instant::now() + beat;
         loop {
             tokio::select! {
                 status = child.wait() => {
                     status.map_err(|e| FleetError::io("waiting for", &program, e))?;
-                    return Ok(true);
+                    return Ok(RoleEnd::Exited);
                 }
-                () = tokio::time::sleep(beat) => {
+                () = tokio::time::sleep(CANCEL_LOOK.min(beat)) => {
+                    if self.cancel_asked(task).await {
+                        // The lease is renewed around the stop, so the
+                        // attempt is still this host's to record.
+                        self.renew(task, worker, ticket).await;
+                        if let Some(pid) = pid {
+                            wavecrew_sys::process::terminate_tree(pid, CANCEL_GRACE).await;
+                        }
+                        let _ = child.wait().await;
+                        self.renew(task, worker, ticket).await;
+                        return Ok(RoleEnd::Cancelled);
+                    }
+                    if Instant::now() < next_beat {
+                        continue;
+                    }
+                    next_beat = Instant::now() + beat;
                     let (store, id, w) = (self.store.clone(), task.id.clone(), worker.clone());
                     let renewal = tokio::time::timeout(
                         beat,
@@ -564,14 +629,14 @@ impl Served {
                         Ok(Err(CoreError::LeaseLost { .. })) => {
                             kill_group(pid);
                             let _ = child.wait().await;
-                            return Ok(false);
+                            return Ok(RoleEnd::LeaseLost);
                         }
                         _ if last_ok.elapsed() >= self.card.ack_wait() => {
                             // Cut off for as long as a ticket stays: the task
                             // is someone else's by now.
                             kill_group(pid);
                             let _ = child.wait().await;
-                            return Ok(false);
+                            return Ok(RoleEnd::LeaseLost);
                         }
                         _ => {}
                     }
