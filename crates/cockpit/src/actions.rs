@@ -106,10 +106,11 @@ pub enum ActionError {
         /// The states it applies to.
         expected: &'static str,
     },
-    /// The task runs on another host, whose worker this one cannot stop.
+    /// The task runs on another host, under no coordinator of this one
+    /// (a coordinator's tasks are cancelled through it).
     #[error(
-        "{task} runs on host {host}: cancel stops workers of this host only; stop it there \
-         (its `wavecrew worker`)"
+        "{task} runs on host {host}, not sent there by a coordinator of this host: cancel stops \
+         workers of this host and tasks its `wavecrew run --engine` sent out; stop it there"
     )]
     Remote {
         /// The task.
@@ -275,12 +276,35 @@ pub fn apply(session_dir: &Path, action: &Action) -> Result<Applied, ActionError
                     expected: "in_progress",
                 });
             }
-            // A task another host runs (`wavecrew run --engine`): its
-            // worker is not ours to stop.
+            // A task a host of `wavecrew run --engine` runs (its lease
+            // shown by the coordinator, pid 0): the coordinator hands the
+            // request on to that host, whose worker stops it and records it.
+            if let Some(lease) = task.lease.as_ref().filter(|l| l.pid == 0) {
+                control.request_cancel(id)?;
+                let mut data = task_data(id);
+                data.insert("host".into(), json!(lease.host));
+                record(
+                    session_dir,
+                    "cancel_requested",
+                    &format!("cancel of {} (on {}) requested", id.as_str(), lease.host),
+                    data,
+                )?;
+                return Ok(applied(
+                    format!(
+                        "cancel of {} requested: the coordinator passes it to {}, whose worker stops it and records it",
+                        id.as_str(),
+                        lease.host
+                    ),
+                    Some(id),
+                    Vec::new(),
+                ));
+            }
+            // A worker of another host without a coordinator here: not
+            // ours to stop.
             if let Some(lease) = task
                 .lease
                 .as_ref()
-                .filter(|l| l.pid == 0 || l.host != wavecrew_core::store::this_host())
+                .filter(|l| l.host != wavecrew_core::store::this_host())
             {
                 return Err(ActionError::Remote {
                     task: id.as_str().to_owned(),
@@ -652,25 +676,45 @@ mod tests {
         assert_eq!(bus_kinds(&dir), ["review_approved", "review_rejection"]);
     }
 
-    #[test]
-    fn a_task_another_host_runs_is_not_cancelled_here() {
-        let (_tmp, dir) = session(&[("IMPL-001", &[], TaskStatus::InProgress)]);
-        let id = TaskId::new("IMPL-001").unwrap();
+    fn lease_on(dir: &Path, host: &str, pid: u32) {
         let now = jiff::Timestamp::now();
-        FileTaskStore::for_session(&dir)
-            .update(&id, &mut |t| {
+        FileTaskStore::for_session(dir)
+            .update(&TaskId::new("IMPL-001").unwrap(), &mut |t| {
                 t.lease = Some(wavecrew_core::Lease {
                     worker: "executor".into(),
-                    pid: 0,
-                    host: "h2".into(),
+                    pid,
+                    host: host.into(),
                     acquired_at: now,
                     heartbeat_at: now,
                 });
                 Ok(())
             })
             .unwrap();
-        let e = apply(&dir, &Action::Cancel(id)).unwrap_err();
-        assert!(e.to_string().starts_with("IMPL-001 runs on host h2"), "{e}");
+    }
+
+    #[test]
+    fn a_task_a_host_of_the_engine_runs_is_cancelled_through_the_coordinator() {
+        let (_tmp, dir) = session(&[("IMPL-001", &[], TaskStatus::InProgress)]);
+        let id = TaskId::new("IMPL-001").unwrap();
+        lease_on(&dir, "h2", 0);
+        let done = apply(&dir, &Action::Cancel(id.clone())).unwrap();
+        assert!(done.message.contains("passes it to h2"), "{}", done.message);
+        // The request waits for the coordinator; the task is still its host's.
+        assert!(Control::new(&dir).cancel_requested(&id));
+        assert_eq!(status(&dir, "IMPL-001"), TaskStatus::InProgress);
+        assert_eq!(bus_kinds(&dir), ["cancel_requested"]);
+    }
+
+    #[test]
+    fn a_worker_of_another_host_without_a_coordinator_is_not_cancelled_here() {
+        let (_tmp, dir) = session(&[("IMPL-001", &[], TaskStatus::InProgress)]);
+        lease_on(&dir, "not-this-host", 4242);
+        let e = apply(&dir, &Action::Cancel(TaskId::new("IMPL-001").unwrap())).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("IMPL-001 runs on host not-this-host"),
+            "{e}"
+        );
         assert!(e.is_bad_input());
         assert_eq!(status(&dir, "IMPL-001"), TaskStatus::InProgress);
         assert!(bus_kinds(&dir).is_empty());

@@ -123,11 +123,22 @@ impl Feed {
             .and_then(|r| r.get("branch"))
             .and_then(Value::as_str)
             .unwrap_or_default();
-        let state = if task.awaiting_review() {
+        // The host of a running task (a coordinator's remote task changes
+        // host when another host takes it over).
+        let host = task
+            .lease
+            .as_ref()
+            .filter(|_| task.status == wavecrew_core::TaskStatus::InProgress)
+            .map(|l| l.host.clone());
+        let mut state = if task.awaiting_review() {
             format!("{}+review:{branch}", task.status.as_str())
         } else {
             task.status.as_str().to_owned()
         };
+        if let Some(h) = &host {
+            state.push('@');
+            state.push_str(h);
+        }
         if self.states.get(id) == Some(&state) {
             return;
         }
@@ -140,6 +151,7 @@ impl Feed {
                 "error": task.error(),
                 "attempts": task.attempts,
                 "awaiting_review": task.awaiting_review(),
+                "host": host,
             }),
         });
     }

@@ -1,6 +1,7 @@
 //! What the page reads, from the session on disk: the whole session once
 //! when the page opens ([`session_view`]: the report's [`RunData`] plus the
-//! pause flag and where the bus ends, so the live feed starts there), one
+//! pause flag, the tasks running now with their hosts, and where the bus
+//! ends, so the live feed starts there), one
 //! task in depth when a person opens it ([`task_view`]: its store record,
 //! each attempt's prompt, the agent's event stream (`stdout.log`), stderr
 //! and outcome), and the diff
@@ -41,6 +42,22 @@ pub fn session_view(session_dir: &Path) -> Result<Value, wavecrew_report::Report
         .filter(|t| t.awaiting_review())
         .map(|t| t.id.as_str())
         .collect();
+    // Who works on what now, with the host (a task a host of `wavecrew
+    // run --engine` runs has no local process: its host is all there is).
+    let running: Vec<Value> = tasks
+        .iter()
+        .filter(|t| t.status == wavecrew_core::TaskStatus::InProgress)
+        .filter_map(|t| {
+            let lease = t.lease.as_ref()?;
+            Some(json!({
+                "id": t.id.as_str(),
+                "host": lease.host,
+                "worker": lease.worker,
+                "remote": lease.pid == 0,
+                "since": lease.acquired_at.to_string(),
+            }))
+        })
+        .collect();
     let deps: serde_json::Map<String, Value> = tasks
         .iter()
         .map(|t| {
@@ -53,6 +70,7 @@ pub fn session_view(session_dir: &Path) -> Result<Value, wavecrew_report::Report
         "counts": run.counts(),
         "deps": deps,
         "awaiting_review": awaiting,
+        "running": running,
         "paused": wavecrew_core::Control::new(session_dir).is_paused(),
         "bus_offset": offset,
         "recent": recent,
@@ -141,10 +159,24 @@ pub fn task_diff(session_dir: &Path, id: &TaskId) -> Result<Option<TaskDiff>, St
             .and_then(Value::as_str)
             .map(str::to_owned)
     };
-    let committed = (field("branch"), field("base"));
-    let (Some(branch), Some(base)) = committed else {
-        return live_diff(session_dir, id);
+    // An attempt a host ran (`wavecrew run --engine`) came home as a
+    // commit on the tip it started from: that is its diff.
+    let remote = |k: &str| {
+        task.result
+            .as_ref()
+            .and_then(|r| r.pointer(&format!("/remote/{k}")))
+            .and_then(Value::as_str)
+            .filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_hexdigit()))
+            .map(str::to_owned)
     };
+    let committed = match (field("branch"), field("base")) {
+        (Some(branch), Some(base)) => (branch, base),
+        _ => match (remote("commit"), remote("base")) {
+            (Some(commit), Some(base)) => (commit, base),
+            _ => return live_diff(session_dir, id),
+        },
+    };
+    let (branch, base) = committed;
     if task.status == wavecrew_core::TaskStatus::InProgress {
         // A new attempt (a revision) is at work: show it.
         if let Some(live) = live_diff(session_dir, id)? {

@@ -85,7 +85,9 @@ function taskBox(t) {
 }
 
 function stateText(t) {
-  return state.awaiting.has(t.id) ? "awaiting review" : t.state;
+  if (state.awaiting.has(t.id)) return "awaiting review";
+  // A running task's host (over hosts: the one a coordinator sent it to).
+  return t.state === "in_progress" && t.host ? t.state + " on " + t.host : t.state;
 }
 
 function renderGraph() {
@@ -192,6 +194,10 @@ async function load() {
   state.run = v.run;
   state.tasks = new Map(v.run.tasks.map((t) => [t.id, t]));
   state.awaiting = new Set(v.awaiting_review);
+  for (const r of v.running || []) {
+    const t = state.tasks.get(r.id);
+    if (t) t.host = r.host;
+  }
   q("session-id").textContent = v.run.session_id;
   q("session-status").textContent = v.run.status;
   q("goal").textContent = v.run.task_description;
@@ -230,6 +236,7 @@ function connect(offset, since) {
     if (!t) { reloadSoon(); return; }
     t.state = c.state;
     t.error = c.error;
+    t.host = c.host || null;
     const wasAwaiting = state.awaiting.has(c.id);
     if (c.awaiting_review) state.awaiting.add(c.id); else state.awaiting.delete(c.id);
     const b = q("task-" + c.id);
@@ -279,6 +286,11 @@ async function openTask(id, keepDiff) {
   q("detail-state").textContent = t.status;
   q("detail").dataset.state = t.status;
   const meta = [];
+  if (t.status === "in_progress" && t.lease && t.lease.host) {
+    // pid 0: a host of `wavecrew run --engine` runs it; its attempt's
+    // files and agent events come home when it ends.
+    meta.push("running on " + t.lease.host + (t.lease.pid === 0 ? " (remote: its events arrive when the attempt comes home)" : ""));
+  }
   if (report.role) meta.push("role " + report.role);
   if (report.wave) meta.push("wave " + report.wave);
   if (report.backend) meta.push("backend " + report.backend);
@@ -313,7 +325,8 @@ async function openTask(id, keepDiff) {
     s.dataset.attempt = a.attempt;
     const oc = a.outcome && a.outcome.outcome;
     const outcome = !a.outcome ? "running" : (oc && oc.class) || String(oc || "");
-    s.append(el("h3", null, "Attempt " + a.attempt + " · " + outcome));
+    const host = a.outcome && a.outcome.host ? " · on " + a.outcome.host : "";
+    s.append(el("h3", null, "Attempt " + a.attempt + " · " + outcome + host));
     const events = el("ol", "events");
     for (const ev of a.events) {
       const [kind, text] = eventLine(ev);
