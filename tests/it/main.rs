@@ -27,6 +27,7 @@ mod real_workspaces;
 mod report;
 mod roadmap;
 mod scale_out;
+mod scale_out_cockpit;
 mod scripted;
 mod session_text;
 mod taskfile;

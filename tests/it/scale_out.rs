@@ -96,14 +96,14 @@ fn project_with(tasks: usize, scenarios: &[Value]) -> tempfile::TempDir {
     tmp
 }
 
-fn wavecrew(args: &[&str]) -> Command {
+pub(crate) fn wavecrew(args: &[&str]) -> Command {
     let mut c = Command::new(bin_path("wavecrew"));
     c.args(args);
     c
 }
 
 /// Start a worker on `host`.
-fn worker(hosts: &Hosts, host: &str) -> HostProcess {
+pub(crate) fn worker(hosts: &Hosts, host: &str) -> HostProcess {
     let data = hosts.disk(host).join("wavecrew");
     let url = hosts.url();
     hosts
@@ -137,7 +137,7 @@ fn start_coordinator(hosts: &Hosts, session: &Path) -> HostProcess {
 }
 
 /// The session's bus records.
-fn records(session: &Path) -> Vec<Value> {
+pub(crate) fn records(session: &Path) -> Vec<Value> {
     std::fs::read_to_string(session.join(".msg/messages.jsonl"))
         .unwrap_or_default()
         .lines()
@@ -146,7 +146,7 @@ fn records(session: &Path) -> Vec<Value> {
 }
 
 /// How many records of `kind` each task has.
-fn per_task(records: &[Value], kind: &str) -> BTreeMap<String, usize> {
+pub(crate) fn per_task(records: &[Value], kind: &str) -> BTreeMap<String, usize> {
     let mut counts = BTreeMap::new();
     for r in records.iter().filter(|r| r["type"] == kind) {
         if let Some(t) = r["data"]["task_id"].as_str() {
@@ -172,7 +172,7 @@ fn busy_task(hosts: &Hosts, host: &str) -> Option<String> {
     })
 }
 
-fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+pub(crate) fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
         assert!(start.elapsed() < limit, "timed out waiting for {what}");

@@ -1,0 +1,432 @@
+//! A person's hand on a session run over hosts (`wavecrew run --engine`,
+//! `wavecrew worker`), on simulated hosts (`hosts`): the coordinator on
+//! `h1`, a worker on `h2`. Work of a task under `review = "human"` done on
+//! `h2` waits as awaiting review and lands nothing until `wavecrew approve`;
+//! `wavecrew reject` sends one revision out to a host with the note in its
+//! prompt; `wavecrew cancel` stops a task `h2` runs (its agent's process
+//! group) and records it cancelled; `wavecrew ui` shows the running task
+//! with its host.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wavecrew_core::{FileTaskStore, Task, TaskId, TaskStatus, TaskStore};
+use wavecrew_testkit::{bin_path, run_bin};
+
+use crate::hosts::{HostProcess, Hosts};
+use crate::scale_out::{per_task, records, wait_for, wavecrew, worker};
+use crate::team::git;
+
+const SESSION: &str = "TC-hoststeer-2026-11-25";
+
+/// How long a step over hosts may take on a loaded 2-core machine.
+const PATIENCE: Duration = Duration::from_secs(180);
+
+/// A git project with a task file of `tasks` (TOML `[[tasks]]` tables) and
+/// a scripted agent playing `scenarios`, everything committed (the hosts
+/// read the agent's script from their worktree).
+fn project(tasks: &str, scenarios: &Value) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    std::fs::write(
+        root.join("wavecrew.tasks.toml"),
+        format!("goal = \"steered over hosts\"\nsession = \"{SESSION}\"\n{tasks}"),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("agent.json"),
+        json!({ "scenarios": scenarios }).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("wavecrew.toml"),
+        format!(
+            "[aliases]\nagent = \"demo\"\n\n[backends.demo]\nkind = \"scripted\"\nprogram = {:?}\n\
+             script = \"agent.json\"\nformat = \"codex\"\n\n[routing]\nmax_retries = 0\n\
+             fallback = []\nbackoff_ms = 1\n\n[engine]\nack_wait_secs = 3\n",
+            bin_path("wavecrew-scripted-agent").display().to_string()
+        ),
+    )
+    .unwrap();
+    std::fs::write(root.join(".gitignore"), ".workflow/\n").unwrap();
+    git(root, &["init", "-q", "-b", "main"]);
+    git(root, &["add", "."]);
+    git(root, &["commit", "-q", "-m", "the project"]);
+    tmp
+}
+
+fn session_dir(root: &Path) -> std::path::PathBuf {
+    root.join(".workflow/.team").join(SESSION)
+}
+
+fn task(root: &Path, id: &str) -> Option<Task> {
+    FileTaskStore::for_session(&session_dir(root))
+        .get(&TaskId::new(id).unwrap())
+        .ok()
+}
+
+/// The branch `id` waits for review on, once it does.
+fn awaiting(root: &Path, id: &str) -> Option<String> {
+    let t = task(root, id)?;
+    let r = t.result?;
+    (t.status == TaskStatus::Blocked && r["awaiting_review"] == true)
+        .then(|| r["branch"].as_str().unwrap_or_default().to_owned())
+}
+
+/// `git show <rev>` in `root`, or None when git refuses.
+fn show(root: &Path, rev: &str) -> Option<String> {
+    wavecrew_sys::git::git(root).args(["show", rev]).text().ok()
+}
+
+/// The coordinator of the task file's session on `h1`.
+fn coordinator(hosts: &Hosts, root: &Path) -> HostProcess {
+    let url = hosts.url();
+    let mut c = wavecrew(&["run", "wavecrew.tasks.toml", "--engine", &url]);
+    c.current_dir(root);
+    hosts.spawn("h1", c).expect("the coordinator starts")
+}
+
+/// What the coordinator and the worker said, for a failure's message.
+fn logs(c: &HostProcess, w: &HostProcess) -> String {
+    format!(
+        "--- coordinator (h1)\n{}\n--- worker (h2)\n{}",
+        c.stderr(),
+        w.stderr()
+    )
+}
+
+#[test]
+fn remote_work_under_human_review_waits_is_revised_on_a_host_when_rejected_and_lands_when_approved()
+{
+    let note = "Name it v2.";
+    let tasks = r#"
+[[tasks]]
+id = "IMPL-001"
+title = "write one"
+review = "human"
+
+[[tasks]]
+id = "IMPL-002"
+title = "copy one"
+depends_on = ["IMPL-001"]
+"#;
+    let scenarios = json!([
+        {"match": {"task": "IMPL-001", "prompt_contains": note}, "steps": [
+            {"write": {"path": "out/one.txt", "content": "one v2\n"}},
+            {"say": "IMPL-001 revised"}]},
+        {"match": {"task": "IMPL-001"}, "steps": [
+            {"write": {"path": "out/one.txt", "content": "one v1\n"}},
+            {"say": "IMPL-001 written"}]},
+        // Runs on a host after the approval: it sees the approved work
+        // only if the coordinator published the new tip.
+        {"match": {"task": "IMPL-002"}, "steps": [
+            {"run": ["cp", "out/one.txt", "out/two.txt"]},
+            {"say": "IMPL-002 copied"}]},
+    ]);
+    let tmp = project(tasks, &scenarios);
+    let root = tmp.path();
+    let session = session_dir(root);
+    let session_arg = session.display().to_string();
+    let hosts = Hosts::start(2);
+    let w = worker(&hosts, "h2");
+    let c = coordinator(&hosts, root);
+    let integration = format!("wavecrew/{SESSION}");
+
+    wait_for("IMPL-001 awaiting review", PATIENCE, || {
+        awaiting(root, "IMPL-001").is_some() || c.try_wait().ok().flatten().is_some()
+    });
+    let first = awaiting(root, "IMPL-001").unwrap_or_else(|| panic!("{}", logs(&c, &w)));
+    // Done on h2, brought home, not landed: it waits on its branch.
+    let t = task(root, "IMPL-001").unwrap();
+    assert_eq!(t.result.as_ref().unwrap()["remote"]["host"], "h2");
+    assert_eq!(
+        show(root, &format!("{integration}:out/one.txt")),
+        None,
+        "landed without approval\n{}",
+        logs(&c, &w)
+    );
+    assert_eq!(
+        show(root, &format!("{first}:out/one.txt")).as_deref(),
+        Some("one v1")
+    );
+    assert_eq!(task(root, "IMPL-002").unwrap().status, TaskStatus::Pending);
+    assert!(per_task(&records(&session), "task_merged").is_empty());
+    // `wavecrew status` says what it waits for.
+    let o = run_bin("wavecrew", &["status", &session_arg], root);
+    assert!(
+        o.stdout.contains("IMPL-001 [awaiting_review]"),
+        "{}",
+        o.render()
+    );
+
+    // Rejected: one revision goes out to a host, its prompt carrying the
+    // note and the line comment.
+    let o = run_bin(
+        "wavecrew",
+        &[
+            "reject",
+            &session_arg,
+            "IMPL-001",
+            "--note",
+            note,
+            "--comment",
+            "out/one.txt:1:say v2 here",
+        ],
+        root,
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    wait_for("the revision awaiting review", PATIENCE, || {
+        awaiting(root, "IMPL-001").is_some_and(|b| b != first)
+            || c.try_wait().ok().flatten().is_some()
+    });
+    let second = awaiting(root, "IMPL-001")
+        .filter(|b| *b != first)
+        .unwrap_or_else(|| panic!("no revision awaits review\n{}", logs(&c, &w)));
+    assert_eq!(
+        show(root, &format!("{second}:out/one.txt")).as_deref(),
+        Some("one v2"),
+        "{}",
+        logs(&c, &w)
+    );
+    let revised = task(root, "IMPL-001").unwrap();
+    assert_eq!(revised.attempts, 2);
+    assert_eq!(revised.result.as_ref().unwrap()["remote"]["host"], "h2");
+    let prompt = std::fs::read_to_string(session.join("attempts/IMPL-001/2/prompt.md"))
+        .unwrap_or_else(|e| panic!("the revision's prompt came home: {e}\n{}", logs(&c, &w)));
+    assert!(prompt.contains(note), "{prompt}");
+    assert!(
+        prompt.contains("`out/one.txt` line 1: say v2 here"),
+        "{prompt}"
+    );
+    assert_eq!(
+        show(root, &format!("{integration}:out/one.txt")),
+        None,
+        "the revision landed without approval"
+    );
+
+    // Approved: it lands (once), and the task after it builds on it.
+    let o = run_bin("wavecrew", &["approve", &session_arg, "IMPL-001"], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    let end = c
+        .wait_timeout(PATIENCE)
+        .unwrap()
+        .unwrap_or_else(|| panic!("the coordinator did not end\n{}", logs(&c, &w)));
+    assert!(end.success(), "{}", logs(&c, &w));
+    assert_eq!(
+        show(root, &format!("{integration}:out/one.txt")).as_deref(),
+        Some("one v2")
+    );
+    assert_eq!(
+        show(root, &format!("{integration}:out/two.txt")).as_deref(),
+        Some("one v2"),
+        "IMPL-002 ran on the approved tip\n{}",
+        logs(&c, &w)
+    );
+    for id in ["IMPL-001", "IMPL-002"] {
+        assert_eq!(
+            task(root, id).unwrap().status,
+            TaskStatus::Completed,
+            "{id}"
+        );
+    }
+    assert_eq!(
+        task(root, "IMPL-001").unwrap().result.unwrap()["approved"],
+        true
+    );
+    let merged = per_task(&records(&session), "task_merged");
+    assert_eq!(merged.get("IMPL-001"), Some(&1), "{merged:?}");
+    assert_eq!(merged.get("IMPL-002"), Some(&1), "{merged:?}");
+}
+
+/// A `wavecrew ui` of a session, in the test's own network namespace
+/// (it reads the session folder), killed on drop.
+struct Ui {
+    child: Child,
+    addr: String,
+    token: String,
+}
+
+impl Ui {
+    fn start(root: &Path, session: &Path) -> Ui {
+        let mut child = Command::new(bin_path("wavecrew"))
+            .args(["ui", session.to_str().unwrap()])
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line.trim();
+        let rest = url
+            .strip_prefix("http://")
+            .unwrap_or_else(|| panic!("a URL: {url}"));
+        let (addr, query) = rest.split_once("/?token=").unwrap();
+        Ui {
+            child,
+            addr: addr.to_owned(),
+            token: query.to_owned(),
+        }
+    }
+
+    /// GET `path` with the token: the status and the JSON body.
+    fn get(&self, path: &str) -> (u16, Value) {
+        let mut s = TcpStream::connect(&self.addr).unwrap();
+        write!(
+            s,
+            "GET {path}?token={} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.token, self.addr
+        )
+        .unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        let code = out[9..12].parse().unwrap();
+        let body = out.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+        (code, serde_json::from_str(body).unwrap_or(Value::Null))
+    }
+}
+
+impl Drop for Ui {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The scripted agents working for `task` now (their working folder is an
+/// attempt's worktree of it on a host).
+fn agents_of(task: &str) -> Vec<u32> {
+    let needle = format!("/work/{task}-");
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).contains("wavecrew-scripted-agent")
+                && cwd.to_string_lossy().contains(&needle)
+        })
+        .collect()
+}
+
+#[test]
+fn a_task_another_host_runs_is_shown_with_its_host_and_cancelled_there() {
+    let tasks = r#"
+[[tasks]]
+id = "IMPL-001"
+title = "sleep long"
+
+[[tasks]]
+id = "IMPL-002"
+title = "quick"
+"#;
+    let scenarios = json!([
+        {"match": {"task": "IMPL-001"}, "steps": [
+            {"sleep_ms": 600_000},
+            {"write": {"path": "out/one.txt", "content": "one\n"}}]},
+        {"match": {"task": "IMPL-002"}, "steps": [
+            {"write": {"path": "out/two.txt", "content": "two\n"}},
+            {"say": "IMPL-002 written"}]},
+    ]);
+    let tmp = project(tasks, &scenarios);
+    let root = tmp.path();
+    let session = session_dir(root);
+    let session_arg = session.display().to_string();
+    let hosts = Hosts::start(2);
+    let w = worker(&hosts, "h2");
+    let c = coordinator(&hosts, root);
+
+    wait_for("IMPL-001 running on h2", PATIENCE, || {
+        task(root, "IMPL-001").is_some_and(|t| {
+            t.status == TaskStatus::InProgress && t.lease.is_some_and(|l| l.host == "h2")
+        }) && !agents_of("IMPL-001").is_empty()
+    });
+    // The page shows where it runs.
+    let ui = Ui::start(root, &session);
+    let (code, view) = ui.get("/api/session");
+    assert_eq!(code, 200, "{view}");
+    let running = view["running"].as_array().cloned().unwrap_or_default();
+    assert!(
+        running
+            .iter()
+            .any(|r| r["id"] == "IMPL-001" && r["host"] == "h2" && r["remote"] == true),
+        "{view}"
+    );
+    let (code, detail) = ui.get("/api/task/IMPL-001");
+    assert_eq!(code, 200, "{detail}");
+    assert_eq!(detail["task"]["lease"]["host"], "h2", "{detail}");
+
+    // Cancelled from this host: the request travels to h2, whose worker
+    // stops the agent and records the attempt cancelled.
+    let o = run_bin(
+        "wavecrew",
+        &["cancel", &session_arg, "IMPL-001", "--json"],
+        root,
+    );
+    assert_eq!(o.code, 0, "{}", o.render());
+    let applied: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(applied["action"], "cancel", "{applied}");
+    assert_eq!(applied["task"], "IMPL-001", "{applied}");
+    let start = std::time::Instant::now();
+    while !task(root, "IMPL-001").is_some_and(|t| t.status == TaskStatus::Failed) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "IMPL-001 was not recorded cancelled: {:?}\n{}",
+            task(root, "IMPL-001"),
+            logs(&c, &w)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let t = task(root, "IMPL-001").unwrap();
+    assert_eq!(t.status, TaskStatus::Failed, "{t:?}\n{}", logs(&c, &w));
+    let result = t.result.unwrap();
+    assert_eq!(result["cancelled"], true, "{result}");
+    assert_eq!(result["error"], "cancelled by a person", "{result}");
+    assert_eq!(result["remote"]["host"], "h2", "{result}");
+    wait_for("the agent on h2 to stop", Duration::from_secs(30), || {
+        agents_of("IMPL-001").is_empty()
+    });
+    let all = records(&session);
+    let cancelled: Vec<&Value> = all
+        .iter()
+        .filter(|r| r["type"] == "task_cancelled" && r["data"]["task_id"] == "IMPL-001")
+        .collect();
+    assert_eq!(cancelled.len(), 1, "{all:?}");
+    assert_eq!(cancelled[0]["data"]["host"], "h2");
+    assert!(
+        !wavecrew_core::Control::new(&session).cancel_requested(&TaskId::new("IMPL-001").unwrap())
+    );
+    // The attempt came home: the page shows it with its host.
+    let (_, detail) = ui.get("/api/task/IMPL-001");
+    let attempts = detail["attempts"].as_array().cloned().unwrap_or_default();
+    assert!(attempts.iter().any(|a| a["prompt"].is_string()), "{detail}");
+    let (_, view) = ui.get("/api/session");
+    assert!(
+        view["running"]
+            .as_array()
+            .is_some_and(|r| r.iter().all(|x| x["id"] != "IMPL-001")),
+        "{view}"
+    );
+
+    // The rest of the session goes on; the run ends failed (a cancelled
+    // task is a failure, as on one machine).
+    let end = c
+        .wait_timeout(PATIENCE)
+        .unwrap()
+        .unwrap_or_else(|| panic!("the coordinator did not end\n{}", logs(&c, &w)));
+    assert_eq!(end.code(), Some(1), "{}", logs(&c, &w));
+    assert_eq!(
+        task(root, "IMPL-002").unwrap().status,
+        TaskStatus::Completed,
+        "{}",
+        logs(&c, &w)
+    );
+}
