@@ -24,6 +24,9 @@
 //! 4. writes the end into the local task store, where the orchestrator
 //!    reads it.
 //!
+//! A person's hand on remote tasks (the human review gate, the revision a
+//! rejection starts, a cancel handed on to the host) is [`steer`].
+//!
 //! Everything it does is idempotent on the KV state and the session
 //! folder, so a killed coordinator resumes with `wavecrew run` again.
 
