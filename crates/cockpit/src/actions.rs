@@ -488,6 +488,35 @@ fn decide(
     })
 }
 
+/// The metadata key counting how many times a person reset a task for a
+/// retry. One machine does not read it; a session over hosts does: its
+/// coordinator (`wavecrew_fleet`) sees a count ahead of the task's NATS KV
+/// entry, whose old end would otherwise come home again, and sends the
+/// task out as a new attempt.
+pub const RETRIES_KEY: &str = "retries";
+
+/// `task` reset for a retry, when it ended failed, blocked or skipped:
+/// pending, no lease, no result, one more retry counted
+/// ([`RETRIES_KEY`]). Whether it was.
+fn reset_one(task: &mut Task) -> bool {
+    if !matches!(
+        task.status,
+        TaskStatus::Failed | TaskStatus::Blocked | TaskStatus::Skipped
+    ) {
+        return false;
+    }
+    task.status = TaskStatus::Pending;
+    task.lease = None;
+    task.result = None;
+    let n = task
+        .metadata
+        .get(RETRIES_KEY)
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    task.metadata.insert(RETRIES_KEY.into(), json!(n + 1));
+    true
+}
+
 /// Reset `id` to pending, and every task skipped downstream of it; the
 /// ids reset, `id` first.
 fn reset_for_retry(store: &FileTaskStore, id: &TaskId) -> Result<Vec<String>, ActionError> {
@@ -515,14 +544,7 @@ fn reset_for_retry(store: &FileTaskStore, id: &TaskId) -> Result<Vec<String>, Ac
     }
     for t in &order {
         store.update(t, &mut |x| {
-            if matches!(
-                x.status,
-                TaskStatus::Failed | TaskStatus::Blocked | TaskStatus::Skipped
-            ) {
-                x.status = TaskStatus::Pending;
-                x.lease = None;
-                x.result = None;
-            }
+            reset_one(x);
             Ok(())
         })?;
     }
@@ -582,11 +604,43 @@ mod tests {
             assert_eq!(status(&dir, id), TaskStatus::Pending, "{id}");
         }
         assert_eq!(status(&dir, "IMPL-004"), TaskStatus::Completed);
+        // Each reset is counted (a coordinator over hosts reads the count).
+        let retries = |id: &str| {
+            FileTaskStore::for_session(&dir)
+                .get(&TaskId::new(id).unwrap())
+                .unwrap()
+                .metadata
+                .get(RETRIES_KEY)
+                .cloned()
+        };
+        for id in ["IMPL-001", "IMPL-002", "IMPL-003"] {
+            assert_eq!(retries(id), Some(json!(1)), "{id}");
+        }
+        assert_eq!(retries("IMPL-004"), None);
         assert_eq!(
             Control::new(&dir).take_retries().unwrap(),
             [TaskId::new("IMPL-001").unwrap()]
         );
         assert_eq!(bus_kinds(&dir), ["task_retry"]);
+    }
+
+    #[test]
+    fn each_retry_counts_one_more_and_a_task_not_ended_is_left_alone() {
+        let mut t = Task::new(TaskId::new("IMPL-001").unwrap(), "t", "");
+        t.status = TaskStatus::Failed;
+        t.result = Some(json!({"error": "x"}));
+        assert!(reset_one(&mut t));
+        assert_eq!(t.status, TaskStatus::Pending);
+        assert_eq!(t.result, None);
+        assert_eq!(t.metadata[RETRIES_KEY], 1);
+        assert!(!reset_one(&mut t));
+        assert_eq!(t.metadata[RETRIES_KEY], 1);
+        t.status = TaskStatus::Blocked;
+        assert!(reset_one(&mut t));
+        assert_eq!(t.metadata[RETRIES_KEY], 2);
+        t.status = TaskStatus::Completed;
+        assert!(!reset_one(&mut t));
+        assert_eq!(t.status, TaskStatus::Completed);
     }
 
     #[test]
