@@ -25,7 +25,8 @@
 //!    reads it.
 //!
 //! A person's hand on remote tasks (the human review gate, the revision a
-//! rejection starts, a cancel handed on to the host) is [`steer`].
+//! rejection starts, a cancel handed on to the host, a retry sent out as a
+//! new attempt) is [`steer`].
 //!
 //! Everything it does is idempotent on the KV state and the session
 //! folder, so a killed coordinator resumes with `wavecrew run` again.
@@ -317,7 +318,12 @@ impl Coordinator {
     async fn run_task(&self, task: &Task, role: &str) -> Result<()> {
         // A person rejected its work: the revision goes out.
         self.take_revision(task).await?;
-        let mut progress = Dispatch::default();
+        // A person retried it: a new attempt goes out, not the old end home.
+        let retried = self.take_retry(task).await?;
+        let mut progress = Dispatch {
+            retried,
+            ..Dispatch::default()
+        };
         let mut errors = 0;
         loop {
             match self.step(task, role, &mut progress).await {
@@ -365,7 +371,12 @@ impl Coordinator {
                 if progress.published != Some(attempt) {
                     // A person's approval may have moved the tip.
                     self.publish_tip().await?;
-                    self.tickets.publish(role, &task.id, attempt).await?;
+                    let sent = self.tickets.publish(role, &task.id, attempt).await?;
+                    if std::mem::take(&mut progress.retried) && sent.duplicate {
+                        // The id went out before the retry: a new one.
+                        self.skip_ticket_id(&current).await?;
+                        return Ok(Step::Again);
+                    }
                     progress.published = Some(attempt);
                 }
                 Ok(Step::Wait)
@@ -706,6 +717,9 @@ struct Dispatch {
     shown: Option<String>,
     /// The attempt a person's cancel was handed on to in KV.
     cancel_passed: Option<u32>,
+    /// A person's retry reset the KV entry, and its first ticket is not
+    /// out yet.
+    retried: bool,
 }
 
 /// What one look at a task asks for next.

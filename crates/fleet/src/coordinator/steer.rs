@@ -40,6 +40,11 @@ pub(crate) const CANCEL_KEY: &str = "cancel_requested";
 /// The metadata key that counts a task's revisions after a rejection.
 const REVISIONS_KEY: &str = "review_revisions";
 
+/// The metadata key that counts how many times a person asked to run a
+/// task again (`wavecrew retry`; `wavecrew_cockpit::actions` counts it in
+/// the local store).
+pub(crate) const RETRIES_KEY: &str = "retries";
+
 /// What a cancelled task's result says (as on one machine).
 pub(crate) fn cancelled_result() -> Value {
     json!({"error": "cancelled by a person", "cancelled": true})
@@ -57,6 +62,36 @@ fn revisions(task: &Task) -> u64 {
         .get(REVISIONS_KEY)
         .and_then(Value::as_u64)
         .unwrap_or(0)
+}
+
+/// How many times a person asked to run `task` again.
+fn retries(task: &Task) -> u64 {
+    task.metadata
+        .get(RETRIES_KEY)
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+/// Bring a KV entry up to retry number `wanted`: the count is copied, and
+/// an ended entry goes back to pending (no lease, no result, no cancel
+/// request; its attempt count kept, so the next ticket is a new attempt).
+/// Whether the entry went back to pending. Nothing for an entry at that
+/// count already.
+fn retry_entry(task: &mut Task, wanted: u64) -> bool {
+    if retries(task) >= wanted {
+        return false;
+    }
+    task.metadata.insert(RETRIES_KEY.into(), json!(wanted));
+    if !ended(task.status) {
+        // Running or pending already (the local store lagged behind):
+        // its end comes home as it is.
+        return false;
+    }
+    task.status = TaskStatus::Pending;
+    task.lease = None;
+    task.result = None;
+    task.metadata.remove(CANCEL_KEY);
+    true
 }
 
 /// Whether a result says its task was cancelled.
@@ -92,6 +127,68 @@ impl Coordinator {
             })
         })
         .await?;
+        Ok(())
+    }
+
+    /// A task a person retried (`wavecrew retry`) sent out again: its KV
+    /// entry, still holding the old end, is reset to pending with a
+    /// compare-and-set ([`retry_entry`]), so the next ticket runs a new
+    /// attempt instead of the old end coming home again. Whether it was
+    /// reset now. Nothing when KV has the retry already (a resumed
+    /// coordinator) or the task was never retried.
+    pub(super) async fn take_retry(&self, local: &Task) -> Result<bool> {
+        let wanted = retries(local);
+        if wanted == 0 {
+            return Ok(false);
+        }
+        let current = self.kv_get(local).await?;
+        if retries(&current) >= wanted {
+            return Ok(false);
+        }
+        let (kv, id) = (self.kv.clone(), local.id.clone());
+        let reset = blocking(move || {
+            let mut reset = false;
+            kv.update(&id, &mut |t| {
+                // Read again on a lost compare-and-set: decided anew.
+                reset = retry_entry(t, wanted);
+                Ok(())
+            })
+            .map(|_| reset)
+        })
+        .await?;
+        if reset {
+            tracing::info!(
+                "{}: retried by a person; attempt {} goes out",
+                local.id.as_str(),
+                current.attempts + 1
+            );
+        }
+        Ok(reset)
+    }
+
+    /// The ticket id of the pending `current`'s next attempt went out
+    /// before (the stream dropped it as a duplicate) while no host holds
+    /// that attempt: move the entry's attempt count one on with a
+    /// compare-and-set (only while it is pending at the same count), so the
+    /// next ticket has an id of its own.
+    pub(super) async fn skip_ticket_id(&self, current: &Task) -> Result<()> {
+        let (kv, id, at) = (self.kv.clone(), current.id.clone(), current.attempts);
+        blocking(move || {
+            kv.update(&id, &mut |t| {
+                if t.status == TaskStatus::Pending && t.attempts == at {
+                    t.attempts = at + 1;
+                }
+                Ok(())
+            })
+        })
+        .await?;
+        tracing::info!(
+            "{}: ticket {}:{} went out before; the next attempt is {}",
+            current.id.as_str(),
+            current.id.as_str(),
+            at + 1,
+            at + 2
+        );
         Ok(())
     }
 
@@ -240,6 +337,57 @@ mod tests {
         assert!(cancel_asked(&t, 1));
         // A later attempt (a retry) is not stopped by an old request.
         assert!(!cancel_asked(&t, 2));
+    }
+
+    #[test]
+    fn a_retry_sends_an_ended_entry_out_again_once() {
+        let mut t = Task::new(TaskId::new("IMPL-001").unwrap(), "t", "");
+        t.status = TaskStatus::Failed;
+        t.attempts = 2;
+        t.result = Some(cancelled_result());
+        t.metadata.insert(CANCEL_KEY.into(), json!(2));
+        assert_eq!(retries(&t), 0);
+        assert!(retry_entry(&mut t, 1));
+        assert_eq!(t.status, TaskStatus::Pending);
+        assert_eq!(t.result, None);
+        assert!(t.lease.is_none());
+        assert!(!t.metadata.contains_key(CANCEL_KEY));
+        assert_eq!(retries(&t), 1);
+        // The attempt count stays: the next ticket is attempt 3.
+        assert_eq!(t.attempts, 2);
+        // The same retry again (a resumed coordinator, a lost
+        // compare-and-set read anew) changes nothing.
+        t.status = TaskStatus::Failed;
+        assert!(!retry_entry(&mut t, 1));
+        assert_eq!(t.status, TaskStatus::Failed);
+        // A second retry does.
+        assert!(retry_entry(&mut t, 2));
+        assert_eq!(t.status, TaskStatus::Pending);
+    }
+
+    #[test]
+    fn a_retry_leaves_a_running_entry_running() {
+        for status in [TaskStatus::InProgress, TaskStatus::Pending] {
+            let mut t = Task::new(TaskId::new("IMPL-001").unwrap(), "t", "");
+            t.status = status;
+            t.attempts = 1;
+            assert!(!retry_entry(&mut t, 1), "{status:?}");
+            assert_eq!(t.status, status);
+            assert_eq!(retries(&t), 1);
+        }
+        // Every end a person can retry, and an awaiting review's
+        // (completed in KV, held by the coordinator).
+        for status in [
+            TaskStatus::Failed,
+            TaskStatus::Blocked,
+            TaskStatus::Skipped,
+            TaskStatus::Completed,
+        ] {
+            let mut t = Task::new(TaskId::new("IMPL-001").unwrap(), "t", "");
+            t.status = status;
+            assert!(retry_entry(&mut t, 1), "{status:?}");
+            assert_eq!(t.status, TaskStatus::Pending);
+        }
     }
 
     #[test]
