@@ -5,7 +5,8 @@
 //! `wavecrew reject` sends one revision out to a host with the note in its
 //! prompt; `wavecrew cancel` stops a task `h2` runs (its agent's process
 //! group) and records it cancelled; `wavecrew ui` shows the running task
-//! with its host.
+//! with its host; `wavecrew retry` sends a task that failed on a host out
+//! again as a new attempt, during the run and at the next `wavecrew run`.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -429,4 +430,162 @@ title = "quick"
         "{}",
         logs(&c, &w)
     );
+}
+
+/// How many records of `kind` the session's bus holds for `task`.
+fn count(session: &Path, kind: &str, task: &str) -> usize {
+    per_task(&records(session), kind)
+        .get(task)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Wait for `c` to end; its exit code (the logs when it does not end).
+fn exit_code(c: &HostProcess, w: &HostProcess) -> Option<i32> {
+    c.wait_timeout(PATIENCE)
+        .unwrap()
+        .unwrap_or_else(|| panic!("the coordinator did not end\n{}", logs(c, w)))
+        .code()
+}
+
+#[test]
+fn a_task_that_failed_on_a_host_is_retried_as_a_new_attempt_during_the_run_and_after_it() {
+    // Files the hosts see (the simulated hosts share this filesystem): a
+    // program IMPL-001's agent runs, missing until the test writes it (the
+    // agent fails until then), and the gate IMPL-003 waits for.
+    let gates = tempfile::tempdir().unwrap();
+    let program = gates.path().join("IMPL-001-ok");
+    let gate = gates.path().join("IMPL-003");
+    let tasks = r#"
+[[tasks]]
+id = "IMPL-001"
+title = "write one"
+
+[[tasks]]
+id = "IMPL-002"
+title = "copy one"
+depends_on = ["IMPL-001"]
+
+[[tasks]]
+id = "IMPL-003"
+title = "wait for the test"
+"#;
+    let scenarios = json!([
+        {"match": {"task": "IMPL-001"}, "steps": [
+            {"run": [program.display().to_string()]},
+            {"write": {"path": "out/one.txt", "content": "one\n"}},
+            {"say": "IMPL-001 written"}]},
+        {"match": {"task": "IMPL-002"}, "steps": [
+            {"run": ["cp", "out/one.txt", "out/two.txt"]},
+            {"say": "IMPL-002 copied"}]},
+        // The gate's path is an argument of the script, never part of it.
+        {"match": {"task": "IMPL-003"}, "steps": [
+            {"run": ["sh", "-c", "while [ ! -e \"$1\" ]; do sleep 0.05; done", "sh",
+                     gate.display().to_string()]},
+            {"write": {"path": "out/three.txt", "content": "three\n"}},
+            {"say": "IMPL-003 written"}]},
+    ]);
+    let tmp = project(tasks, &scenarios);
+    let root = tmp.path();
+    let session = session_dir(root);
+    let session_arg = session.display().to_string();
+    let integration = format!("wavecrew/{SESSION}");
+    // Dropped first: every process on the hosts is killed, on a failure too.
+    let hosts = Hosts::start(2);
+    let w = worker(&hosts, "h2");
+    let c = coordinator(&hosts, root);
+    let retry = || {
+        let o = run_bin(
+            "wavecrew",
+            &["retry", &session_arg, "IMPL-001", "--json"],
+            root,
+        );
+        assert_eq!(o.code, 0, "{}", o.render());
+        let applied: Value = serde_json::from_str(&o.stdout).unwrap();
+        assert_eq!(
+            applied["reset"],
+            json!(["IMPL-001", "IMPL-002"]),
+            "{applied}"
+        );
+    };
+
+    // Attempt 1 fails on h2; what depends on it is skipped.
+    wait_for("IMPL-001 failed and IMPL-002 skipped", PATIENCE, || {
+        task(root, "IMPL-002").is_some_and(|t| t.status == TaskStatus::Skipped)
+            || c.try_wait().ok().flatten().is_some()
+    });
+    let t = task(root, "IMPL-001").unwrap();
+    assert_eq!(t.status, TaskStatus::Failed, "{t:?}\n{}", logs(&c, &w));
+    assert_eq!(t.attempts, 1);
+    assert_eq!(t.result.as_ref().unwrap()["remote"]["host"], "h2");
+
+    // Retried while the run goes on (IMPL-003 keeps it): the run takes
+    // another round and sends IMPL-001 out as attempt 2, which fails
+    // again on h2 (its program is still missing), not the old end
+    // brought home again.
+    retry();
+    assert_eq!(task(root, "IMPL-001").unwrap().status, TaskStatus::Pending);
+    assert_eq!(task(root, "IMPL-002").unwrap().status, TaskStatus::Pending);
+    std::fs::write(&gate, "").unwrap();
+    assert_eq!(exit_code(&c, &w), Some(1), "{}", logs(&c, &w));
+    let t = task(root, "IMPL-001").unwrap();
+    assert_eq!(t.status, TaskStatus::Failed, "{t:?}\n{}", logs(&c, &w));
+    assert_eq!(t.attempts, 2, "{t:?}\n{}", logs(&c, &w));
+    let result = t.result.unwrap();
+    assert_eq!(result["remote"]["attempt"], 2, "{result}");
+    assert_eq!(result["remote"]["host"], "h2", "{result}");
+    assert!(session.join("attempts/IMPL-001/2").is_dir());
+    assert_eq!(task(root, "IMPL-002").unwrap().status, TaskStatus::Skipped);
+    assert_eq!(
+        task(root, "IMPL-003").unwrap().status,
+        TaskStatus::Completed
+    );
+    // The worker leaves with the finished session (stopped, if not yet).
+    if w.wait_timeout(Duration::from_secs(30)).unwrap().is_none() {
+        let _ = w.kill();
+        let _ = w.wait();
+    }
+
+    // Retried while no coordinator runs: the next `wavecrew run` sends it
+    // out as attempt 3, which now succeeds on a host and lands; IMPL-002
+    // runs after it on the landed work.
+    let mode = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+    std::fs::write(&program, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&program, mode).unwrap();
+    retry();
+    let w = worker(&hosts, "h2");
+    let c = coordinator(&hosts, root);
+    assert_eq!(exit_code(&c, &w), Some(0), "{}", logs(&c, &w));
+    let t = task(root, "IMPL-001").unwrap();
+    assert_eq!(t.status, TaskStatus::Completed, "{t:?}\n{}", logs(&c, &w));
+    assert_eq!(t.attempts, 3, "{t:?}");
+    let result = t.result.unwrap();
+    assert_eq!(result["remote"]["attempt"], 3, "{result}");
+    assert_eq!(result["remote"]["host"], "h2", "{result}");
+    assert_eq!(
+        task(root, "IMPL-002").unwrap().status,
+        TaskStatus::Completed,
+        "{}",
+        logs(&c, &w)
+    );
+    assert_eq!(
+        show(root, &format!("{integration}:out/one.txt")).as_deref(),
+        Some("one")
+    );
+    assert_eq!(
+        show(root, &format!("{integration}:out/two.txt")).as_deref(),
+        Some("one")
+    );
+    // Each attempt came home once, into a folder of its own.
+    for n in 1..=3 {
+        assert!(
+            session.join(format!("attempts/IMPL-001/{n}")).is_dir(),
+            "attempt {n}"
+        );
+    }
+    // The bus has both retries, and each task landed once.
+    assert_eq!(count(&session, "task_retry", "IMPL-001"), 2);
+    assert_eq!(count(&session, "task_merged", "IMPL-001"), 1);
+    assert_eq!(count(&session, "task_merged", "IMPL-002"), 1);
+    assert_eq!(count(&session, "task_merged", "IMPL-003"), 1);
 }
