@@ -187,6 +187,7 @@ async fn run_one(args: &RunArgs, config_file: Option<&Path>) -> CmdResult {
         task_id: task_id.as_str().to_owned(),
         prompt,
         cwd,
+        git: None,
         mode: match args.mode {
             ModeArg::Write => Mode::Write,
             ModeArg::Analysis => Mode::Analysis,

@@ -27,6 +27,7 @@ fn request(cwd: &Path, out: &Path) -> AttemptRequest {
         task_id: "IMPL-001".into(),
         prompt: "noop".into(),
         cwd: cwd.to_owned(),
+        git: None,
         mode: Mode::Write,
         attempt_dir: out.to_owned(),
         limits: Limits::default(),

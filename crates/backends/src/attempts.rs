@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use rand::Rng;
 use serde::Serialize;
 use wavecrew_core::{AttemptOutcome, AttemptRequest, Mode, OutcomeClass, TaskId};
+use wavecrew_sys::git::WorkTreeGit;
 
 use crate::adapter::supports_resume;
 use crate::config::{Config, ResolvedBackend};
@@ -125,6 +126,9 @@ pub struct TaskAttempts<'a> {
     pub task_id: &'a TaskId,
     /// Where the agent works.
     pub cwd: &'a Path,
+    /// The git of the work tree `cwd` is in, when the caller located it
+    /// already (`None`: looked up where needed).
+    pub git: Option<&'a WorkTreeGit>,
     /// What it may do.
     pub mode: Mode,
     /// The folder holding `attempts/` (the session folder).
@@ -356,12 +360,13 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 task_id: spec.task_id.as_str().to_owned(),
                 prompt: with_resume_note(prompt, resume_session.is_some()),
                 cwd: spec.cwd.to_owned(),
+                git: spec.git.cloned(),
                 mode: spec.mode,
                 attempt_dir: attempt_dir.clone(),
                 limits: config.limits_for(&resolved),
                 resume_session: resume_session.clone(),
                 env: std::collections::BTreeMap::new(),
-                sandbox: crate::confine::writable(config, spec.cwd, spec.session_dir),
+                sandbox: crate::confine::writable(config, spec.cwd, spec.git, spec.session_dir),
             };
             (spec.on_event)(&AttemptEvent::Started {
                 attempt: attempt_no,

@@ -20,13 +20,20 @@
 
 use std::path::{Path, PathBuf};
 
+use wavecrew_sys::git::WorkTreeGit;
+
 use crate::config::{Config, Kind, SandboxMode};
 
 /// What an agent working in `cwd` for the session in `session_dir` may
 /// write, or `None` when agents are not confined (`sandbox = "off"`). The
 /// backend's own folders and the temporary folder are added per attempt
 /// ([`backend_paths`]).
-pub fn writable(config: &Config, cwd: &Path, session_dir: &Path) -> Option<Vec<PathBuf>> {
+pub fn writable(
+    config: &Config,
+    cwd: &Path,
+    git: Option<&WorkTreeGit>,
+    session_dir: &Path,
+) -> Option<Vec<PathBuf>> {
     if config.isolation.sandbox == SandboxMode::Off {
         return None;
     }
@@ -38,7 +45,10 @@ pub fn writable(config: &Config, cwd: &Path, session_dir: &Path) -> Option<Vec<P
     }
     let mut paths = vec![cwd.to_owned()];
     paths.extend(shared);
-    paths.extend(git_metadata(cwd));
+    match git {
+        Some(git) => paths.extend(git_metadata(git)),
+        None => paths.extend(WorkTreeGit::locate(cwd).iter().flat_map(git_metadata)),
+    }
     let home = home_dir(None);
     paths.extend(
         config
@@ -86,33 +96,18 @@ fn expand(path: &str, home: Option<&Path>) -> Option<PathBuf> {
     }
 }
 
-/// The git metadata an agent in the linked worktree `cwd` needs to commit
+/// The git metadata an agent in the linked worktree `git` needs to commit
 /// on its own branch (see the module's notes); none outside a linked
 /// worktree.
-fn git_metadata(cwd: &Path) -> Vec<PathBuf> {
-    let Ok(out) = wavecrew_sys::git::git(cwd)
-        .args([
-            "rev-parse",
-            "--path-format=absolute",
-            "--git-dir",
-            "--git-common-dir",
-            "--symbolic-full-name",
-            "HEAD",
-        ])
-        .text()
-    else {
-        return Vec::new();
-    };
-    let mut lines = out.lines();
-    let (Some(git_dir), Some(common), head) = (lines.next(), lines.next(), lines.next()) else {
-        return Vec::new();
-    };
-    let (git_dir, common) = (PathBuf::from(git_dir), PathBuf::from(common));
-    if git_dir == common {
+fn git_metadata(git: &WorkTreeGit) -> Vec<PathBuf> {
+    if !git.is_linked() {
         return Vec::new();
     }
-    let mut paths = vec![git_dir, common.join("objects")];
-    if let Some(folder) = head
+    let common = &git.common_dir;
+    let mut paths = vec![git.git_dir.clone(), common.join("objects")];
+    if let Some(folder) = git
+        .head
+        .as_deref()
         .filter(|h| h.starts_with("refs/heads/"))
         .and_then(|h| Path::new(h).parent())
     {
@@ -144,9 +139,9 @@ mod tests {
         let s = session.path();
         let mut config = Config::default();
         config.isolation.sandbox = SandboxMode::Off;
-        assert_eq!(writable(&config, Path::new("/w"), s), None);
+        assert_eq!(writable(&config, Path::new("/w"), None, s), None);
         config.isolation.sandbox = SandboxMode::Auto;
-        let paths = writable(&config, Path::new("/w"), s).unwrap();
+        let paths = writable(&config, Path::new("/w"), None, s).unwrap();
         assert_eq!(
             paths[..3],
             [PathBuf::from("/w"), s.join("artifacts"), s.join(".msg")]

@@ -65,7 +65,9 @@ impl Snapshot {
         Snapshot::take_at(self.root.clone())
     }
 
-    fn take_at(root: std::path::PathBuf) -> Option<Snapshot> {
+    /// Take a snapshot of the work tree whose root is `root` (located
+    /// already); `None` when git cannot list it.
+    pub fn take_at(root: std::path::PathBuf) -> Option<Snapshot> {
         let raw = git(
             &root,
             &[

@@ -319,7 +319,10 @@ impl CliBackend {
         ) {
             notes.push(format!("cannot record the command line: {e}"));
         }
-        let before = Snapshot::take(&request.cwd);
+        let before = match &request.git {
+            Some(git) => Snapshot::take_at(git.top.clone()),
+            None => Snapshot::take(&request.cwd),
+        };
         Ok(Prepared {
             request,
             dir,
@@ -830,6 +833,7 @@ mod tests {
             task_id: "IMPL-001".into(),
             prompt: "print the key".into(),
             cwd: cwd.to_owned(),
+            git: None,
             mode: Mode::Write,
             attempt_dir: attempt_dir.to_owned(),
             limits: Limits {

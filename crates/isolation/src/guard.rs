@@ -37,14 +37,21 @@ impl RepoGuard {
         let out = wavecrew_sys::git::git(dir)
             .args(["rev-parse", "--path-format=absolute", "--git-common-dir"])
             .output();
-        let common_dir = match out {
+        match out {
             Ok((_, o)) if o.status.success() => {
-                PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())
+                let common_dir = PathBuf::from(String::from_utf8_lossy(&o.stdout).trim());
+                RepoGuard::of_common_dir(&common_dir).map(Some)
             }
-            _ => return Ok(None),
-        };
+            _ => Ok(None),
+        }
+    }
+
+    /// Record the guarded files of the repository whose git folder (the
+    /// common one, shared by its worktrees) is `common_dir`, as located
+    /// already ([`wavecrew_sys::git::WorkTreeGit`]).
+    pub fn of_common_dir(common_dir: &Path) -> Result<RepoGuard> {
         let mut guard = RepoGuard {
-            common_dir,
+            common_dir: common_dir.to_owned(),
             files: BTreeMap::new(),
         };
         for path in guard.guarded() {
@@ -52,7 +59,7 @@ impl RepoGuard {
                 guard.files.insert(path, recorded);
             }
         }
-        Ok(Some(guard))
+        Ok(guard)
     }
 
     /// The repository's git folder (shared by its worktrees).

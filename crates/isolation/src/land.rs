@@ -112,6 +112,35 @@ impl Integration {
     /// has its commits taken when they descend from the task branch (see
     /// `take_own_history`); otherwise this fails naming where they are.
     pub fn commit(&self, wt: &Worktree, task: &str, message: &str) -> Result<Option<String>> {
+        self.commit_on_branch(wt, task, message)
+            .map(|(commit, _)| commit)
+    }
+
+    /// [`Integration::commit`], then [`Integration::land_checked`]. A
+    /// branch that adds nothing to its base (nothing to commit, and no
+    /// commit of the agent's own) has nothing to land: it does not wait
+    /// for the queue ([`Landing::NothingToLand`]).
+    pub fn commit_and_land(
+        &self,
+        wt: &Worktree,
+        task: &str,
+        message: &str,
+        check: &mut dyn FnMut(&Integration, &str) -> Result<Verdict>,
+    ) -> Result<Landing> {
+        let (commit, head) = self.commit_on_branch(wt, task, message)?;
+        if commit.is_none() && head == wt.base {
+            return Ok(Landing::NothingToLand);
+        }
+        self.land_checked(wt, task, check)
+    }
+
+    /// The commit, and the branch's commit before it.
+    fn commit_on_branch(
+        &self,
+        wt: &Worktree,
+        task: &str,
+        message: &str,
+    ) -> Result<(Option<String>, String)> {
         self.check_task_worktree(wt, task)?;
         let reference = format!("refs/heads/{}", wt.branch);
         let (line, out) = git(&wt.path)
@@ -137,7 +166,7 @@ impl Integration {
         let tree = git(&wt.path).arg("write-tree").text()?;
         let head = self.repo.must_resolve(&reference)?;
         if tree == self.repo.tree_of(&head)? {
-            return Ok(None);
+            return Ok((None, head));
         }
         let commit = self
             .repo
@@ -149,7 +178,7 @@ impl Integration {
                 attempts: 1,
             });
         }
-        Ok(Some(commit))
+        Ok((Some(commit), head))
     }
 
     /// The agent left its task branch (`on`: the branch it switched to, or

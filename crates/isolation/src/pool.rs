@@ -5,7 +5,8 @@
 //! same for every task it serves: compilers key their incremental state by
 //! path (a Cargo workspace checked at a new path rebuilds every member from
 //! scratch: 7.5 s against 2.1 s for one line in this repository). The pool
-//! keeps at most [`POOL_MAX`] detached worktrees.
+//! keeps at most [`POOL_MAX`] detached worktrees (the slots numbered up
+//! to it).
 //!
 //! Taking one over points its HEAD at the attempt's branch (under the
 //! worktree lock, so no other attempt takes it), then, outside the lock,
@@ -126,18 +127,18 @@ impl Integration {
         }
         let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
         let slots = canon(&self.worktrees_dir().join(SLOTS_DIR));
-        let listed = list_worktrees(&self.repo)?;
-        let pooled = listed
-            .iter()
-            .filter(|l| l.branch.is_none() && canon(&l.path).parent() == Some(slots.as_path()))
-            .count();
-        let kept = pooled < POOL_MAX
-            && canon(&wt.path).parent() == Some(slots.as_path())
+        // Slots are numbered from 1, the lowest free one taken first: the
+        // first `POOL_MAX` slots are the pool, a slot above it (more
+        // attempts at once than that) is removed.
+        let path = canon(&wt.path);
+        let kept = path.parent() == Some(slots.as_path())
+            && slot_number(&path).is_some_and(|n| n <= POOL_MAX as u64)
             && crate::git::git(&wt.path)
                 .args(["switch", "--detach", "--quiet"])
                 .run()
                 .is_ok();
         if !kept {
+            let listed = list_worktrees(&self.repo)?;
             self.remove_path(&wt.path, &listed)?;
             self.remove_empty_parents(&wt.path);
         }

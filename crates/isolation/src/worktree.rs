@@ -279,16 +279,10 @@ impl Integration {
             fsutil::write_json_atomic(&record_file, &record)?;
             base
         };
-        if self.repo.resolve(&reference)?.is_none()
-            && !self
-                .repo
-                .update_ref(&reference, &base, "", "wavecrew: task branch")?
-        {
-            return Err(IsolationError::Contended {
-                reference,
-                attempts: 1,
-            });
-        }
+        // Made if it is not there (one compare-and-swap from nothing); a
+        // branch that is there already is a resumed attempt's, kept.
+        self.repo
+            .update_ref(&reference, &base, "", "wavecrew: task branch")?;
 
         // The attempt's worktree found again by its branch (unique to the
         // attempt), wherever it is: a resumed attempt keeps its work.

@@ -123,6 +123,9 @@ impl Launcher {
                 task.id.as_str()
             )));
         };
+        // Checked once here (a cached answer after the first task), so
+        // that no worker asks git for its version again.
+        let _ = wavecrew_sys::git::check_version();
         let log = wavecrew_core::SessionLayout::new(&self.session_dir).worker_log(task.id.as_str());
         let child = wavecrew_sys::process::spawn_logged(
             &program,

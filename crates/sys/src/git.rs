@@ -282,14 +282,102 @@ pub fn split_nul(bytes: &[u8]) -> Vec<String> {
     v
 }
 
-/// The installed git's version, checked against [`MIN_GIT`] once per process.
+/// The variable through which a process hands the git version it checked
+/// to the wavecrew workers it starts ([`checked_version_env`]), so a
+/// worker does not ask git again. A value that is not a version of at least
+/// [`MIN_GIT`] is ignored (git is asked).
+pub const CHECKED_VERSION_ENV: &str = "WAVECREW_GIT_CHECKED";
+
+/// This process's check of git's version, made once.
+static CHECKED: OnceLock<Result<(u32, u32, u32), String>> = OnceLock::new();
+
+/// The installed git's version, checked against [`MIN_GIT`] once per
+/// process (or taken from [`CHECKED_VERSION_ENV`], set by the wavecrew
+/// process that started this one).
 pub fn check_version() -> Result<(u32, u32, u32), GitError> {
-    static CHECKED: OnceLock<Result<(u32, u32, u32), String>> = OnceLock::new();
-    let cached = CHECKED.get_or_init(|| version_now().map_err(|e| e.to_string()));
+    let cached = CHECKED.get_or_init(|| match inherited_version() {
+        Some(v) => Ok(v),
+        None => version_now().map_err(|e| e.to_string()),
+    });
     match cached {
         Ok(v) => Ok(*v),
         // The first failure is cached as text; run again for a typed error.
         Err(_) => version_now(),
+    }
+}
+
+/// The version a parent wavecrew process checked, when it says one.
+fn inherited_version() -> Option<(u32, u32, u32)> {
+    let v = parse_version(&std::env::var(CHECKED_VERSION_ENV).ok()?)?;
+    (v >= MIN_GIT).then_some(v)
+}
+
+/// `(CHECKED_VERSION_ENV, "X.Y.Z")` once this process has checked git's
+/// version and found it new enough: for the environment of a worker it
+/// starts.
+pub fn checked_version_env() -> Option<(&'static str, String)> {
+    match CHECKED.get()? {
+        Ok((major, minor, patch)) => {
+            Some((CHECKED_VERSION_ENV, format!("{major}.{minor}.{patch}")))
+        }
+        Err(_) => None,
+    }
+}
+
+/// Where the git of the work tree holding a folder is, asked of git once
+/// (`git rev-parse`): what the repository guard, the agents' write
+/// sandbox and the change snapshots all need before an agent runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkTreeGit {
+    /// The work tree's root.
+    pub top: PathBuf,
+    /// Its own git folder (a linked worktree's is under the common one).
+    pub git_dir: PathBuf,
+    /// The repository's git folder, shared by all its worktrees.
+    pub common_dir: PathBuf,
+    /// What HEAD names (`refs/heads/…`, or `HEAD` when detached); `None`
+    /// on a branch with no commit yet.
+    pub head: Option<String>,
+}
+
+impl WorkTreeGit {
+    /// The work tree holding `dir`; `None` when `dir` is not in one (no
+    /// repository, a `.git` folder, a bare repository) or git cannot say.
+    pub fn locate(dir: &Path) -> Option<WorkTreeGit> {
+        let (_, out) = git(dir)
+            .args([
+                "rev-parse",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--git-dir",
+                "--git-common-dir",
+                "--symbolic-full-name",
+                "HEAD",
+            ])
+            .output()
+            .ok()?;
+        // On an unborn branch the last question fails after the first
+        // three are answered.
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines = text.lines();
+        let mut path = || Some(PathBuf::from(lines.next()?)).filter(|p| p.is_absolute());
+        let (top, git_dir, common_dir) = (path()?, path()?, path()?);
+        let head = lines
+            .next()
+            .filter(|_| out.status.success())
+            .map(str::to_owned);
+        Some(WorkTreeGit {
+            top,
+            git_dir,
+            common_dir,
+            head,
+        })
+    }
+
+    /// Whether this is a linked worktree (`git worktree add`), whose own
+    /// git folder is not the repository's.
+    pub fn is_linked(&self) -> bool {
+        self.git_dir != self.common_dir
     }
 }
 
@@ -400,6 +488,46 @@ mod tests {
             .run()
             .unwrap();
         assert!(!marker.exists(), "a planted hook or fsmonitor ran");
+    }
+
+    #[test]
+    fn a_work_tree_is_located_with_one_question() {
+        let tmp = repo();
+        let top = tmp.path().canonicalize().unwrap();
+        let found = WorkTreeGit::locate(&top.join(".")).unwrap();
+        assert_eq!(found.top.canonicalize().unwrap(), top);
+        assert_eq!(found.common_dir.canonicalize().unwrap(), top.join(".git"));
+        assert_eq!(found.head.as_deref(), Some("refs/heads/main"));
+        assert!(!found.is_linked());
+
+        let linked = top.join("wt");
+        git(&top)
+            .args(["worktree", "add", "-q", "--detach"])
+            .arg(&linked)
+            .run()
+            .unwrap();
+        let found = WorkTreeGit::locate(&linked).unwrap();
+        assert!(found.is_linked());
+        assert_eq!(found.head.as_deref(), Some("HEAD"));
+        assert_eq!(found.common_dir.canonicalize().unwrap(), top.join(".git"));
+
+        // No commit yet: located, HEAD unknown.
+        let unborn = tempfile::tempdir().unwrap();
+        git(unborn.path()).args(["init", "-q"]).run().unwrap();
+        let found = WorkTreeGit::locate(unborn.path()).unwrap();
+        assert_eq!(found.head, None);
+        // Not a work tree: inside `.git`, or no repository at all.
+        assert_eq!(WorkTreeGit::locate(&unborn.path().join(".git")), None);
+        let outside = tempfile::tempdir().unwrap();
+        assert_eq!(WorkTreeGit::locate(outside.path()), None);
+    }
+
+    #[test]
+    fn the_checked_version_is_handed_on_only_once_checked() {
+        let checked = check_version().unwrap();
+        let (name, value) = checked_version_env().unwrap();
+        assert_eq!(name, CHECKED_VERSION_ENV);
+        assert_eq!(parse_version(&value), Some(checked));
     }
 
     #[test]

@@ -80,7 +80,8 @@ pub struct LoggedSpawn {
 
 /// Start `program args…` with stdin `/dev/null` and stdout and stderr
 /// appended to the file `log` (created anew, with its folder): how a
-/// worker process is started, on one host or on a fleet host. The error
+/// worker process is started, on one host or on a fleet host. The worker
+/// inherits the git version this process checked, if it did. The error
 /// names what failed (the log file, or starting the program).
 pub fn spawn_logged(
     program: &std::path::Path,
@@ -99,6 +100,10 @@ pub fn spawn_logged(
         .try_clone()
         .map_err(named(format!("opening {}", log.display())))?;
     let mut cmd = tokio::process::Command::new(program);
+    // A worker need not ask git's version again (see `check_version`).
+    if let Some((name, version)) = crate::git::checked_version_env() {
+        cmd.env(name, version);
+    }
     cmd.args(args)
         .stdin(std::process::Stdio::null())
         .stdout(out)

@@ -138,6 +138,9 @@ pub struct AttemptRequest {
     pub prompt: String,
     /// Where the agent works.
     pub cwd: PathBuf,
+    /// The git of the work tree `cwd` is in, when the caller located it
+    /// already (`None`: looked up where needed, or not in git).
+    pub git: Option<wavecrew_sys::git::WorkTreeGit>,
     /// What it may do.
     pub mode: Mode,
     /// Where the attempt's files go (`attempts/<task>/<n>/`).

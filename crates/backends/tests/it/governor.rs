@@ -61,6 +61,7 @@ async fn task(config: &Config, w: &World, session: &Path, id: &str, cli: AgentCl
         backend: cli.name(),
         task_id: &task,
         cwd: &w.repo,
+        git: None,
         mode: Mode::Write,
         session_dir: session,
         prompt: &prompt,

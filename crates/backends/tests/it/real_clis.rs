@@ -127,6 +127,7 @@ async fn attempt(
         task_id: "IMPL-001".into(),
         prompt: PROMPT.into(),
         cwd: w.repo.clone(),
+        git: None,
         mode: Mode::Write,
         attempt_dir: w.out.join(n.to_string()),
         limits: Limits {

@@ -16,6 +16,7 @@ fn request(mode: Mode, resume: Option<&str>) -> AttemptRequest {
         task_id: "IMPL-001".into(),
         prompt: "PROMPT".into(),
         cwd: PathBuf::from("/work/repo"),
+        git: None,
         mode,
         attempt_dir: PathBuf::from("/session/attempts/IMPL-001/1"),
         limits: Limits::default(),

@@ -497,6 +497,30 @@ fn a_landed_worktree_is_reused_warm_by_the_next_attempt() {
     p.assert_sound();
 }
 
+/// The pool is the first `POOL_MAX` slots: with more attempts at once, a
+/// released worktree in a slot above them is removed, the others kept.
+#[test]
+fn the_pool_keeps_the_first_slots_only() {
+    let p = Project::new();
+    let s = p.start("S-cap");
+    let max = wavecrew_isolation::POOL_MAX;
+    let open: Vec<_> = (1..=max + 1)
+        .map(|n| s.open_worktree(&format!("IMPL-{n:03}"), 1, &[]).unwrap())
+        .collect();
+    let last = open.last().unwrap();
+    assert_eq!(
+        last.path.file_name().unwrap(),
+        format!("{}", max + 1).as_str()
+    );
+    for wt in &open {
+        s.release_worktree(wt).unwrap();
+    }
+    assert!(!last.path.exists(), "a slot above the pool goes");
+    assert!(open[0].path.exists(), "a slot of the pool stays, detached");
+    assert_eq!(s.drain_pool().unwrap(), max);
+    p.assert_sound();
+}
+
 /// A pooled worktree whose lockfile moved with the switch loses its
 /// `node_modules`, and says so.
 #[test]

@@ -139,15 +139,22 @@ impl RoleContext {
                 }
             }
         };
+        // Where the work tree's git is, asked once for the guard, the
+        // agent's sandbox and the snapshots of what it changed.
+        let git = wavecrew_sys::git::WorkTreeGit::locate(spec.cwd);
         // The repository's configuration and hooks, as they were before
         // the agent (it may not change how git runs).
-        let guard = wavecrew_isolation::RepoGuard::take(spec.cwd)
+        let guard = git
+            .as_ref()
+            .map(|g| wavecrew_isolation::RepoGuard::of_common_dir(&g.common_dir))
+            .transpose()
             .map_err(|e| PhaseError(format!("reading the repository's git configuration: {e}")))?;
         let run = run_task(&TaskAttempts {
             config: &self.config,
             backend: spec.backend,
             task_id: spec.id,
             cwd: spec.cwd,
+            git: git.as_ref(),
             mode: spec.mode,
             session_dir: &self.session_dir,
             prompt: &prompt,

@@ -546,9 +546,6 @@ impl Workspace {
         );
         let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            integration
-                .commit(&worktree, &id, &message)
-                .map_err(|e| phase("committing the task's work", e))?;
             let command = verify.as_ref().map(Verify::display).unwrap_or_default();
             let mut check = |i: &Integration, candidate: &str| {
                 let Some(verify) = &verify else {
@@ -558,8 +555,8 @@ impl Workspace {
                 Ok(runtime.block_on(verify.run(&wt.path)))
             };
             let landing = integration
-                .land_checked(&worktree, &id, &mut check)
-                .map_err(|e| phase("the merge queue", e))?;
+                .commit_and_land(&worktree, &id, &message, &mut check)
+                .map_err(|e| phase("committing and landing the task's work", e))?;
             Ok(match landing {
                 Landing::FastForward { commit }
                 | Landing::Merged { commit }
