@@ -1,6 +1,6 @@
 //! A person's hand on remote work, on the coordinator's side: the human
-//! review gate, the revision a rejection starts, and a cancel, for tasks
-//! that run on other hosts.
+//! review gate, the revision a rejection starts, a cancel and a retry, for
+//! tasks that run on other hosts.
 //!
 //! * **Review.** A host runs its attempt in place in a worktree of its own
 //!   (the worktree is the isolation), so the role worker's own gate
