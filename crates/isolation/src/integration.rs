@@ -211,18 +211,27 @@ impl Integration {
                 exclude.push(x.clone());
             }
         }
-        let _guard = lock(&state_dir.join(LAND_LOCK))?;
-        if let Some(found) = Self::resume(repo, state_dir)? {
-            if found.state.session != session_id {
-                return Err(IsolationError::Inconsistent {
+        let resumed = |found: Integration| {
+            if found.state.session == session_id {
+                Ok(found)
+            } else {
+                Err(IsolationError::Inconsistent {
                     path: found.state_file(),
                     message: format!(
                         "it belongs to session `{}`; expected `{session_id}`",
                         found.state.session
                     ),
-                });
+                })
             }
-            return Ok(found);
+        };
+        // Started already (every worker after the first): no lock needed
+        // to read the state, written atomically once.
+        if let Some(found) = Self::resume(repo, state_dir)? {
+            return resumed(found);
+        }
+        let _guard = lock(&state_dir.join(LAND_LOCK))?;
+        if let Some(found) = Self::resume(repo, state_dir)? {
+            return resumed(found);
         }
         let branch = format!("{BRANCH_PREFIX}{session_id}");
         let reference = format!("refs/heads/{branch}");

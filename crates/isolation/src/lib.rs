@@ -61,7 +61,7 @@
 //! | task branches | `refs/heads/wavecrew-tasks/<session-id>/<task>/<attempt>` (not under `wavecrew/<session-id>/`: git cannot have a ref and a folder of refs of one name) |
 //! | worktrees | `<parent>/<project>.wavecrew/<session-id>/slots/<n>/` (an attempt's, found again by its branch; detached when pooled) and `…/.detached/<name>/` (recorded in `integration.json` at the start; inside `<git-common-dir>/wavecrew/worktrees/` for a shadow repository, a parent that cannot be written, or a session started before) |
 //! | shadow repository (a folder without git) | `state_dir/shadow.git` (bare; its git common dir, so its worktrees are inside it), `…/wavecrew-shadow.json` (the folder it tracks, what it leaves out and ignores), `…/info/exclude` (the `copy` paths), branch `refs/heads/project` (the folder's snapshot, the session's start) |
-//! | state | `state_dir/integration.json` (`"shadow": true` on a shadow repository), `state_dir/worktrees/<task>/<attempt>.json` (each attempt's base), `…/<attempt>.resetting` (while a pooled worktree taken over for it is reset) |
+//! | state | `state_dir/integration.json` (`"shadow": true` on a shadow repository), `state_dir/worktrees/<task>/<attempt>.json` (each attempt's base), `…/<attempt>.resetting` (while a pooled worktree taken over for it is reset), `…/<attempt>.lock` (held while the attempt's record and branch are made) |
 //! | locks | `state_dir/land.lock` (start and the merge queue), `state_dir/worktrees.lock`, `state_dir/shadow.lock` (making the shadow) |
 //! | what landed | the `Wavecrew-Task: <session-id>/<task>` trailers on the integration branch |
 //!

@@ -8,8 +8,10 @@
 //! keeps at most [`POOL_MAX`] detached worktrees (the slots numbered up
 //! to it).
 //!
-//! Taking one over points its HEAD at the attempt's branch (under the
-//! worktree lock, so no other attempt takes it), then, outside the lock,
+//! Giving one back detaches its HEAD (`update-ref --no-deref`, nothing
+//! else changes), which frees the slot; no lock is needed. Taking one over
+//! points its HEAD at the attempt's branch (under the worktree lock, so no
+//! other attempt takes it), then, outside the lock,
 //! checks the branch out with `--force` (git rewrites only the files that
 //! differ, so unchanged files keep their times and a build stays
 //! incremental) and removes untracked files with `git clean -fd` (not
@@ -119,28 +121,44 @@ const KEYED: &[(&str, &[&str])] = &[(
 impl Integration {
     /// After a landed attempt: its worktree goes back to the pool (detached,
     /// its ignored build state kept) for the next attempt to take over, or
-    /// is removed when the pool is full. Refuses a folder outside
+    /// is removed when it is in a slot above the pool's. Refuses a folder outside
     /// [`Integration::worktrees_dir`], like [`Integration::remove_worktree`].
     pub fn release_worktree(&self, wt: &Worktree) -> Result<()> {
         if wt.is_detached() || !self.owns_path(&wt.path) {
             return self.remove_worktree(wt);
         }
-        let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
         let slots = canon(&self.worktrees_dir().join(SLOTS_DIR));
         // Slots are numbered from 1, the lowest free one taken first: the
         // first `POOL_MAX` slots are the pool, a slot above it (more
         // attempts at once than that) is removed.
         let path = canon(&wt.path);
+        // Detached by moving HEAD alone (no index, no file touched), and
+        // without the worktree lock: the detached HEAD is what frees the
+        // slot, and nothing of this attempt's touches it after that.
         let kept = path.parent() == Some(slots.as_path())
             && slot_number(&path).is_some_and(|n| n <= POOL_MAX as u64)
             && crate::git::git(&wt.path)
-                .args(["switch", "--detach", "--quiet"])
+                .args([
+                    "update-ref",
+                    "--no-deref",
+                    "-m",
+                    "wavecrew: back to the pool",
+                ])
+                .args(["HEAD", "HEAD"])
                 .run()
                 .is_ok();
         if !kept {
+            let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
             let listed = list_worktrees(&self.repo)?;
-            self.remove_path(&wt.path, &listed)?;
-            self.remove_empty_parents(&wt.path);
+            let reference = format!("refs/heads/{}", wt.branch);
+            // Detached after all and taken over meanwhile: not ours now.
+            let taken = listed.iter().any(|l| {
+                canon(&l.path) == path && l.branch.as_deref().is_some_and(|b| b != reference)
+            });
+            if !taken {
+                self.remove_path(&wt.path, &listed)?;
+                self.remove_empty_parents(&wt.path);
+            }
         }
         Ok(())
     }
@@ -173,19 +191,23 @@ impl Integration {
     /// Claim a pooled worktree for a new attempt on `reference`: the
     /// lowest-numbered detached one in the slots, its HEAD pointed at the
     /// branch (so no other attempt takes it), still holding its old files;
-    /// `None` when the pool has none. `resetting` is written first.
-    /// Call under the worktree lock; [`Self::reset_pooled`] finishes the
-    /// job outside it.
+    /// `None` when the pool has none. `resetting` is written first (by
+    /// the caller already when `marked`: a new attempt's, before it took
+    /// the worktree lock). Call under the worktree lock;
+    /// [`Self::reset_pooled`] finishes the job outside it.
     pub(crate) fn claim_pooled(
         &self,
         listed: &[Listed],
         reference: &str,
         resetting: &Path,
+        marked: bool,
     ) -> Result<Option<(PathBuf, Claim)>> {
         let Some(path) = pooled(&self.worktrees_dir().join(SLOTS_DIR), listed) else {
             return Ok(None);
         };
-        wavecrew_core::fsutil::write_atomic(resetting, b"{}")?;
+        if !marked {
+            wavecrew_core::fsutil::write_atomic(resetting, b"{}")?;
+        }
         let pointed = crate::git::git(&path)
             .args(["symbolic-ref", "HEAD", reference])
             .run();

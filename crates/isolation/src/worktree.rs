@@ -251,39 +251,50 @@ impl Integration {
             .collect::<Result<Vec<_>>>()?;
         let branch = self.task_branch(task, attempt);
         let reference = format!("refs/heads/{branch}");
-        let guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
-
         let record_file = self
             .state_dir
             .join("worktrees")
             .join(task)
             .join(format!("{attempt}.json"));
-        let base = if record_file.exists() {
-            let record: Record = fsutil::read_json(&record_file)?;
-            if record.branch != branch {
-                return Err(IsolationError::Inconsistent {
-                    path: record_file,
-                    message: format!("branch `{}`; expected `{branch}`", record.branch),
-                });
+        let resetting = record_file.with_extension(RESETTING);
+
+        // The attempt's own record and branch, under the attempt's own
+        // lock: the worktree lock, which every attempt of the session
+        // waits for, is held only to pick a slot.
+        let (base, fresh) = {
+            let _attempt = lock(&record_file.with_extension("lock"))?;
+            if record_file.exists() {
+                let record: Record = fsutil::read_json(&record_file)?;
+                if record.branch != branch {
+                    return Err(IsolationError::Inconsistent {
+                        path: record_file,
+                        message: format!("branch `{}`; expected `{branch}`", record.branch),
+                    });
+                }
+                (record.base, false)
+            } else {
+                let base = self.tip()?;
+                let record = Record {
+                    version: 1,
+                    task: task.to_owned(),
+                    attempt,
+                    branch: branch.clone(),
+                    base: base.clone(),
+                };
+                // A new attempt takes a pooled worktree if there is one:
+                // the marker is down before the claim (see `claim_pooled`).
+                // A kill before the record leaves a new attempt again.
+                fsutil::write_atomic(&resetting, b"{}")?;
+                fsutil::write_json_atomic(&record_file, &record)?;
+                (base, true)
             }
-            record.base
-        } else {
-            let base = self.tip()?;
-            let record = Record {
-                version: 1,
-                task: task.to_owned(),
-                attempt,
-                branch: branch.clone(),
-                base: base.clone(),
-            };
-            fsutil::write_json_atomic(&record_file, &record)?;
-            base
         };
         // Made if it is not there (one compare-and-swap from nothing); a
         // branch that is there already is a resumed attempt's, kept.
         self.repo
             .update_ref(&reference, &base, "", "wavecrew: task branch")?;
 
+        let guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
         // The attempt's worktree found again by its branch (unique to the
         // attempt), wherever it is: a resumed attempt keeps its work.
         let listed = list_worktrees_repaired(&self.repo)?;
@@ -291,8 +302,7 @@ impl Integration {
         if listed.iter().filter(on_branch).any(|l| l.prunable) {
             self.repo.git().args(["worktree", "prune"]).run()?;
         }
-        let resetting = record_file.with_extension(RESETTING);
-        let mut claimed = None;
+        let (mut claimed, mut new_slot) = (None, false);
         let path = match listed.iter().filter(on_branch).find(|l| !l.prunable) {
             Some(l) => {
                 if !self.owns_path(&l.path) {
@@ -304,22 +314,35 @@ impl Integration {
                         ),
                     });
                 }
-                // Killed while it was being reset: reset again (its
-                // dependency folders counted as stale).
-                if resetting.exists() {
+                if fresh {
+                    // A record lost while its branch and worktree stayed:
+                    // the marker is this call's own, and nothing is reset.
+                    remove_any(&resetting)?;
+                } else if resetting.exists() {
+                    // Killed while it was being reset: reset again (its
+                    // dependency folders counted as stale).
                     claimed = Some(crate::pool::Claim::unknown());
                 }
                 l.path.clone()
             }
             None => {
-                if let Some((path, claim)) = self.claim_pooled(&listed, &reference, &resetting)? {
+                if let Some((path, claim)) =
+                    self.claim_pooled(&listed, &reference, &resetting, fresh)?
+                {
                     claimed = Some(claim);
                     path
                 } else {
-                    remove_any(&resetting)?;
+                    // A new slot: registered under the lock without its
+                    // files, which are checked out outside it (a slow
+                    // checkout of a large tree holds no other attempt up).
+                    // The marker makes a kill in between check out again.
+                    if !fresh {
+                        fsutil::write_atomic(&resetting, b"{}")?;
+                    }
                     let path =
                         crate::pool::free_slot(&self.worktrees_dir().join(SLOTS_DIR), &listed);
-                    self.add_worktree(&path, &[&branch])?;
+                    self.add_worktree(&path, &["--no-checkout", &branch])?;
+                    new_slot = true;
                     path
                 }
             }
@@ -327,7 +350,19 @@ impl Integration {
         drop(guard);
         let mut build_state = Vec::new();
         let mut set_up_before = false;
-        if let Some(claim) = claimed {
+        if new_slot {
+            let checked_out = crate::git::git(&path)
+                .args(["checkout", "--force", "--quiet", &branch, "--"])
+                .run();
+            if checked_out.is_err() {
+                // Whatever state it is in, it goes; a fresh one is made.
+                let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
+                let listed = list_worktrees(&self.repo)?;
+                self.remove_path(&path, &listed)?;
+                self.add_worktree(&path, &[&branch])?;
+            }
+            remove_any(&resetting)?;
+        } else if let Some(claim) = claimed {
             if let Ok((said, kept)) = Integration::reset_pooled(&path, &branch, &claim) {
                 build_state = said;
                 set_up_before = kept;
