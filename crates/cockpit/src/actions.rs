@@ -493,7 +493,7 @@ fn decide(
 /// coordinator (`wavecrew_fleet`) sees a count ahead of the task's NATS KV
 /// entry, whose old end would otherwise come home again, and sends the
 /// task out as a new attempt.
-pub const RETRIES_KEY: &str = "retries";
+pub use wavecrew_core::task::RETRIES as RETRIES_KEY;
 
 /// `task` reset for a retry, when it ended failed, blocked or skipped:
 /// pending, no lease, no result, one more retry counted
@@ -508,11 +508,7 @@ fn reset_one(task: &mut Task) -> bool {
     task.status = TaskStatus::Pending;
     task.lease = None;
     task.result = None;
-    let n = task
-        .metadata
-        .get(RETRIES_KEY)
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    let n = task.metadata_count(RETRIES_KEY);
     task.metadata.insert(RETRIES_KEY.into(), json!(n + 1));
     true
 }

@@ -256,12 +256,9 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 t.status = TaskStatus::Pending;
                 t.lease = None;
                 t.description.push_str(&text);
-                let n = t
-                    .metadata
-                    .get("review_revisions")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                t.metadata.insert("review_revisions".into(), json!(n + 1));
+                let n = t.metadata_count(wavecrew_core::task::REVIEW_REVISIONS);
+                t.metadata
+                    .insert(wavecrew_core::task::REVIEW_REVISIONS.into(), json!(n + 1));
                 if let Some(b) = &backend
                     && !t.metadata.contains_key("executor")
                 {

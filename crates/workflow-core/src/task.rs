@@ -168,7 +168,22 @@ const CANONICAL: &[&str] = &[
     "result",
 ];
 
+/// The metadata key that counts how many times a person rejected a task's
+/// work (`wavecrew reject`: each rejection starts one revision).
+pub const REVIEW_REVISIONS: &str = "review_revisions";
+
+/// The metadata key that counts how many times a person asked to run a
+/// task again (`wavecrew retry`); a coordinator over hosts compares it with
+/// the task's entry in NATS to send the task out again.
+pub const RETRIES: &str = "retries";
+
 impl Task {
+    /// A count kept in the task's metadata ([`REVIEW_REVISIONS`],
+    /// [`RETRIES`]); 0 when it has none.
+    pub fn metadata_count(&self, key: &str) -> u64 {
+        self.metadata.get(key).and_then(Value::as_u64).unwrap_or(0)
+    }
+
     /// Whether the task waits for a person's review: blocked, with
     /// `awaiting_review` in its result (a `review = "human"` gate).
     pub fn awaiting_review(&self) -> bool {

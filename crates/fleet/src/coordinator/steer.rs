@@ -28,6 +28,7 @@
 //!   end comes home the request is cleared and `task_cancelled` recorded.
 
 use serde_json::{Value, json};
+use wavecrew_core::task::{RETRIES as RETRIES_KEY, REVIEW_REVISIONS as REVISIONS_KEY};
 use wavecrew_core::{Control, Task, TaskStatus, TaskStore};
 
 use super::{Coordinator, attempt_branch, blocking, ended};
@@ -36,14 +37,6 @@ use crate::error::{FleetError, Result};
 /// The metadata key of a task's KV entry that asks its host to stop the
 /// attempt it names.
 pub(crate) const CANCEL_KEY: &str = "cancel_requested";
-
-/// The metadata key that counts a task's revisions after a rejection.
-const REVISIONS_KEY: &str = "review_revisions";
-
-/// The metadata key that counts how many times a person asked to run a
-/// task again (`wavecrew retry`; `wavecrew_cockpit::actions` counts it in
-/// the local store).
-pub(crate) const RETRIES_KEY: &str = "retries";
 
 /// What a cancelled task's result says (as on one machine).
 pub(crate) fn cancelled_result() -> Value {
@@ -58,18 +51,12 @@ pub(crate) fn cancel_asked(task: &Task, attempt: u32) -> bool {
 
 /// How many times a person sent `task` back for a revision.
 fn revisions(task: &Task) -> u64 {
-    task.metadata
-        .get(REVISIONS_KEY)
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
+    task.metadata_count(REVISIONS_KEY)
 }
 
 /// How many times a person asked to run `task` again.
 fn retries(task: &Task) -> u64 {
-    task.metadata
-        .get(RETRIES_KEY)
-        .and_then(Value::as_u64)
-        .unwrap_or(0)
+    task.metadata_count(RETRIES_KEY)
 }
 
 /// Bring a KV entry up to retry number `wanted`: the count is copied, and
