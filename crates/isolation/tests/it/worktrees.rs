@@ -606,3 +606,55 @@ fn a_reset_cut_short_by_a_kill_is_done_again_on_resume() {
     assert!(!marker.exists());
     p.assert_sound();
 }
+
+/// A new slot is registered without its files (`--no-checkout`) under the
+/// worktree lock and checked out after it, the marker down meanwhile: a
+/// run killed in between finds the empty worktree on the attempt's branch
+/// on resume, and checks its files out.
+#[test]
+fn a_new_slot_killed_before_its_checkout_is_checked_out_on_resume() {
+    let p = Project::new();
+    p.write("src/lib.rs", "pub fn a() {}\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-qm", "project"]);
+    let s = p.start("S-slot-kill");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    assert!(wt.path.join("src/lib.rs").exists());
+    // As a kill would leave it: registered, no file, an empty index.
+    let marker = p
+        .state_dir("S-slot-kill")
+        .join("worktrees/IMPL-001/1.resetting");
+    fs::write(&marker, "{}").unwrap();
+    fs::remove_dir_all(wt.path.join("src")).unwrap();
+    p.git(&["-C", wt.path.to_str().unwrap(), "read-tree", "--empty"]);
+    let resumed = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    assert_eq!(resumed.path, wt.path);
+    assert_eq!(
+        fs::read_to_string(resumed.path.join("src/lib.rs")).unwrap(),
+        "pub fn a() {}\n"
+    );
+    assert!(s.changed_files(&resumed).unwrap().is_empty());
+    assert!(!marker.exists());
+    p.assert_sound();
+}
+
+/// An attempt whose record is lost while its branch and worktree stay is
+/// found again by its branch, and the agent's work in it is kept: the
+/// marker a new attempt puts down before its claim resets nothing here.
+#[test]
+fn a_lost_record_does_not_reset_the_attempts_worktree() {
+    let p = Project::new();
+    let s = p.start("S-lost-record");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&wt.path, "wip.txt", "the agent's\n");
+    let state = p.state_dir("S-lost-record").join("worktrees/IMPL-001");
+    fs::remove_file(state.join("1.json")).unwrap();
+    let again = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    assert_eq!(again.path, wt.path);
+    assert!(
+        again.path.join("wip.txt").exists(),
+        "the agent's work stays"
+    );
+    assert!(!state.join("1.resetting").exists());
+    p.assert_sound();
+}
