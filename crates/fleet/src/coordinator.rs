@@ -369,6 +369,11 @@ impl Coordinator {
             TaskStatus::Pending => {
                 let attempt = current.attempts + 1;
                 if progress.published != Some(attempt) {
+                    // Dispatch paused by a person: no ticket goes out
+                    // (tasks out already go on and come home).
+                    if self.hold_while_paused(&current, progress).await {
+                        return Ok(Step::Wait);
+                    }
                     // A person's approval may have moved the tip.
                     self.publish_tip().await?;
                     let sent = self.tickets.publish(role, &task.id, attempt).await?;
@@ -407,6 +412,24 @@ impl Coordinator {
                 Ok(Step::Again)
             }
         }
+    }
+
+    /// Whether dispatch is paused (`wavecrew pause`, the session's
+    /// `control/` folder) before `current`'s ticket goes out; the wait is
+    /// recorded once on the bus (`dispatch_held`), as on one machine.
+    async fn hold_while_paused(&self, current: &Task, progress: &mut Dispatch) -> bool {
+        let control = wavecrew_core::Control::new(&self.session_dir);
+        let paused = blocking(move || control.is_paused()).await;
+        if paused && !std::mem::replace(&mut progress.held, true) {
+            let id = current.id.as_str();
+            self.record(
+                "dispatch_held",
+                &format!("{id} waits: dispatch is paused"),
+                id,
+                json!({}),
+            );
+        }
+        paused
     }
 
     /// Show a task a host works on in the local store (in progress, the
@@ -720,6 +743,8 @@ struct Dispatch {
     /// A person's retry reset the KV entry, and its first ticket is not
     /// out yet.
     retried: bool,
+    /// Its ticket was held by a pause (recorded once).
+    held: bool,
 }
 
 /// What one look at a task asks for next.
