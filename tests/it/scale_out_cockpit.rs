@@ -589,3 +589,132 @@ title = "wait for the test"
     assert_eq!(count(&session, "task_merged", "IMPL-002"), 1);
     assert_eq!(count(&session, "task_merged", "IMPL-003"), 1);
 }
+
+#[test]
+fn a_pause_holds_new_tickets_while_tasks_on_a_host_finish_and_a_resume_sends_them_out() {
+    // The gate IMPL-001's agent on h2 waits for (the simulated hosts share
+    // this filesystem).
+    let gates = tempfile::tempdir().unwrap();
+    let gate = gates.path().join("IMPL-001");
+    let tasks = r#"
+[[tasks]]
+id = "IMPL-001"
+title = "wait for the test"
+
+[[tasks]]
+id = "IMPL-002"
+title = "copy one"
+depends_on = ["IMPL-001"]
+
+[[tasks]]
+id = "IMPL-003"
+title = "copy one again"
+depends_on = ["IMPL-001"]
+"#;
+    let scenarios = json!([
+        // The gate's path is an argument of the script, never part of it.
+        {"match": {"task": "IMPL-001"}, "steps": [
+            {"run": ["sh", "-c", "while [ ! -e \"$1\" ]; do sleep 0.05; done", "sh",
+                     gate.display().to_string()]},
+            {"write": {"path": "out/one.txt", "content": "one\n"}},
+            {"say": "IMPL-001 written"}]},
+        {"match": {"task": "IMPL-002"}, "steps": [
+            {"run": ["cp", "out/one.txt", "out/two.txt"]},
+            {"say": "IMPL-002 copied"}]},
+        {"match": {"task": "IMPL-003"}, "steps": [
+            {"run": ["cp", "out/one.txt", "out/three.txt"]},
+            {"say": "IMPL-003 copied"}]},
+    ]);
+    let tmp = project(tasks, &scenarios);
+    let root = tmp.path();
+    let session = session_dir(root);
+    let session_arg = session.display().to_string();
+    let integration = format!("wavecrew/{SESSION}");
+    // Dropped first: every process on the hosts is killed, on a failure too.
+    let hosts = Hosts::start(2);
+    let w = worker(&hosts, "h2");
+    let c = coordinator(&hosts, root);
+    let held = ["IMPL-002", "IMPL-003"];
+
+    wait_for("IMPL-001 running on h2", PATIENCE, || {
+        task(root, "IMPL-001").is_some_and(|t| {
+            t.status == TaskStatus::InProgress && t.lease.is_some_and(|l| l.host == "h2")
+        }) || c.try_wait().ok().flatten().is_some()
+    });
+    let o = run_bin("wavecrew", &["pause", &session_arg], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert!(o.stdout.contains("dispatch paused"), "{}", o.render());
+    // The page says so.
+    let ui = Ui::start(root, &session);
+    let (code, view) = ui.get("/api/session");
+    assert_eq!(code, 200, "{view}");
+    assert_eq!(view["paused"], true, "{view}");
+
+    // The task out already goes on on h2, comes home and lands.
+    std::fs::write(&gate, "").unwrap();
+    wait_for("IMPL-001 completed", PATIENCE, || {
+        task(root, "IMPL-001").is_some_and(|t| t.status == TaskStatus::Completed)
+            || c.try_wait().ok().flatten().is_some()
+    });
+    let t = task(root, "IMPL-001").unwrap();
+    assert_eq!(t.status, TaskStatus::Completed, "{t:?}\n{}", logs(&c, &w));
+    assert_eq!(t.result.as_ref().unwrap()["remote"]["host"], "h2");
+    assert_eq!(
+        show(root, &format!("{integration}:out/one.txt")).as_deref(),
+        Some("one")
+    );
+    // Its dependents are ready, but no ticket of theirs goes out: for a
+    // while, neither is taken by h2 nor has an attempt.
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        for id in held {
+            let t = task(root, id).unwrap();
+            assert_eq!(
+                t.status,
+                TaskStatus::Pending,
+                "{id} went out while paused: {t:?}\n{}",
+                logs(&c, &w)
+            );
+            assert_eq!(t.attempts, 0, "{t:?}");
+            assert!(agents_of(id).is_empty(), "{id} runs on a host while paused");
+            assert!(!session.join("attempts").join(id).exists(), "{id}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // The coordinator said why they wait.
+    for id in held {
+        wait_for(&format!("{id} held"), Duration::from_secs(30), || {
+            count(&session, "dispatch_held", id) == 1
+        });
+    }
+    assert!(c.try_wait().unwrap().is_none(), "{}", logs(&c, &w));
+
+    // Resumed: their tickets go out, the run completes.
+    let o = run_bin("wavecrew", &["resume", &session_arg], root);
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert_eq!(o.stdout.trim(), "dispatch resumed");
+    let (_, view) = ui.get("/api/session");
+    assert_eq!(view["paused"], false, "{view}");
+    assert_eq!(exit_code(&c, &w), Some(0), "{}", logs(&c, &w));
+    for id in held {
+        let t = task(root, id).unwrap();
+        assert_eq!(t.status, TaskStatus::Completed, "{t:?}\n{}", logs(&c, &w));
+        assert_eq!(t.attempts, 1, "{t:?}");
+        assert_eq!(t.result.as_ref().unwrap()["remote"]["host"], "h2");
+        assert_eq!(count(&session, "task_merged", id), 1, "{id}");
+        assert_eq!(count(&session, "dispatch_held", id), 1, "{id}");
+    }
+    for file in ["two", "three"] {
+        assert_eq!(
+            show(root, &format!("{integration}:out/{file}.txt")).as_deref(),
+            Some("one"),
+            "{file}"
+        );
+    }
+    let kinds: Vec<String> = records(&session)
+        .iter()
+        .filter(|m| m["from"] == "user")
+        .map(|m| m["type"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(kinds, ["dispatch_paused", "dispatch_resumed"]);
+}
