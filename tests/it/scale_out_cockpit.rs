@@ -6,7 +6,9 @@
 //! prompt; `wavecrew cancel` stops a task `h2` runs (its agent's process
 //! group) and records it cancelled; `wavecrew ui` shows the running task
 //! with its host; `wavecrew retry` sends a task that failed on a host out
-//! again as a new attempt, during the run and at the next `wavecrew run`.
+//! again as a new attempt, during the run and at the next `wavecrew run`;
+//! `wavecrew pause` holds new tickets while a task on `h2` finishes and
+//! lands, and `wavecrew resume` sends them out.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

@@ -24,6 +24,9 @@
 //! 4. writes the end into the local task store, where the orchestrator
 //!    reads it.
 //!
+//! A pause (`wavecrew pause`, the session's `control/` folder) holds step
+//! 2: no ticket goes out until `wavecrew resume`; tasks out already go on.
+//!
 //! A person's hand on remote tasks (the human review gate, the revision a
 //! rejection starts, a cancel handed on to the host, a retry sent out as a
 //! new attempt) is [`steer`].
