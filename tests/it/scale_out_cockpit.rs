@@ -688,6 +688,9 @@ depends_on = ["IMPL-001"]
         wait_for(&format!("{id} held"), Duration::from_secs(30), || {
             count(&session, "dispatch_held", id) == 1
         });
+        // Held before the run counts it as a worker: no ticket, no
+        // `task_unblocked` record.
+        assert_eq!(count(&session, "task_unblocked", id), 0, "{id}");
     }
     assert!(c.try_wait().unwrap().is_none(), "{}", logs(&c, &w));
 

@@ -168,6 +168,19 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
             // Remote workers: the engine holds the truth of a task in
             // progress (the local copy only shows it).
             if let Some(remote) = &self.remote {
+                // Dispatch paused: a task no host holds yet waits here,
+                // before it is shown as a worker or its ticket goes out.
+                if task.status == TaskStatus::Pending
+                    && crate::control::wait_while_paused(
+                        &self.bus,
+                        &self.launcher.session_dir,
+                        id,
+                        self.poll,
+                    )
+                    .await
+                {
+                    continue;
+                }
                 if let Some(outcome) = self.run_remote(&**remote, &task, &mut crashes).await? {
                     return Ok(outcome);
                 }
