@@ -12,7 +12,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -303,9 +303,18 @@ impl Drop for Ui {
     }
 }
 
-/// The scripted agents working for `task` now (their working folder is an
-/// attempt's worktree of it on a host).
-fn agents_of(task: &str) -> Vec<u32> {
+/// The network namespace of `host` (as `/proc/<pid>/ns/net` names it):
+/// what tells this test's agents from those of the tests beside it.
+fn host_net(hosts: &Hosts, host: &str) -> PathBuf {
+    hosts.on_host(host, || {
+        std::fs::read_link("/proc/thread-self/ns/net").unwrap()
+    })
+}
+
+/// The scripted agents working for `task` now on the host whose network
+/// namespace is `net` (their working folder is an attempt's worktree of it
+/// there); an agent left without its worker still counts.
+fn agents_of(task: &str, net: &Path) -> Vec<u32> {
     let needle = format!("/work/{task}-");
     std::fs::read_dir("/proc")
         .unwrap()
@@ -316,6 +325,10 @@ fn agents_of(task: &str) -> Vec<u32> {
             let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
             String::from_utf8_lossy(&cmd).contains("wavecrew-scripted-agent")
                 && cwd.to_string_lossy().contains(&needle)
+                && std::fs::read_link(format!("/proc/{pid}/ns/net"))
+                    .ok()
+                    .as_deref()
+                    == Some(net)
         })
         .collect()
 }
@@ -345,12 +358,13 @@ title = "quick"
     let session_arg = session.display().to_string();
     let hosts = Hosts::start(2);
     let w = worker(&hosts, "h2");
+    let net = host_net(&hosts, "h2");
     let c = coordinator(&hosts, root);
 
     wait_for("IMPL-001 running on h2", PATIENCE, || {
         task(root, "IMPL-001").is_some_and(|t| {
             t.status == TaskStatus::InProgress && t.lease.is_some_and(|l| l.host == "h2")
-        }) && !agents_of("IMPL-001").is_empty()
+        }) && !agents_of("IMPL-001", &net).is_empty()
     });
     // The page shows where it runs.
     let ui = Ui::start(root, &session);
@@ -395,7 +409,7 @@ title = "quick"
     assert_eq!(result["error"], "cancelled by a person", "{result}");
     assert_eq!(result["remote"]["host"], "h2", "{result}");
     wait_for("the agent on h2 to stop", Duration::from_secs(30), || {
-        agents_of("IMPL-001").is_empty()
+        agents_of("IMPL-001", &net).is_empty()
     });
     let all = records(&session);
     let cancelled: Vec<&Value> = all
@@ -635,6 +649,7 @@ depends_on = ["IMPL-001"]
     // Dropped first: every process on the hosts is killed, on a failure too.
     let hosts = Hosts::start(2);
     let w = worker(&hosts, "h2");
+    let net = host_net(&hosts, "h2");
     let c = coordinator(&hosts, root);
     let held = ["IMPL-002", "IMPL-003"];
 
@@ -678,7 +693,10 @@ depends_on = ["IMPL-001"]
                 logs(&c, &w)
             );
             assert_eq!(t.attempts, 0, "{t:?}");
-            assert!(agents_of(id).is_empty(), "{id} runs on a host while paused");
+            assert!(
+                agents_of(id, &net).is_empty(),
+                "{id} runs on a host while paused"
+            );
             assert!(!session.join("attempts").join(id).exists(), "{id}");
         }
         std::thread::sleep(Duration::from_millis(100));

@@ -641,10 +641,18 @@ impl Coordinator {
         Ok(n)
     }
 
-    /// Take attempt `attempt` of `task` into a ref and land it.
-    async fn land(&self, task: &str, attempt: u32, host: &str, commit: &str) -> Result<Landed> {
-        let _one = self.landing.lock().await;
-        let dest = format!("refs/wavecrew-remote/{task}/{attempt}");
+    /// Bring attempt `attempt` of `task` (done on `host`, ending at
+    /// `commit` as its KV entry says) into the local ref `dest`, from its
+    /// bundle; a bundle holding another commit is an error. Call with the
+    /// landing lock held.
+    async fn take_commits(
+        &self,
+        task: &str,
+        attempt: u32,
+        host: &str,
+        commit: &str,
+        dest: &str,
+    ) -> Result<()> {
         let taken = self
             .repo
             .take_attempt(
@@ -652,18 +660,28 @@ impl Coordinator {
                 task,
                 attempt,
                 &attempt_branch(task, attempt),
-                &dest,
+                dest,
                 &self.scratch,
             )
             .await?;
-        if taken != commit {
-            return Err(FleetError::Invalid {
+        if taken == commit {
+            Ok(())
+        } else {
+            Err(FleetError::Invalid {
                 what: format!("attempt {attempt} of {task} from {host}"),
                 message: format!(
                     "its bundle holds {taken}, but its end in KV names {commit}; expected the same commit"
                 ),
-            });
+            })
         }
+    }
+
+    /// Take attempt `attempt` of `task` into a ref and land it.
+    async fn land(&self, task: &str, attempt: u32, host: &str, commit: &str) -> Result<Landed> {
+        let _one = self.landing.lock().await;
+        let dest = format!("refs/wavecrew-remote/{task}/{attempt}");
+        self.take_commits(task, attempt, host, commit, &dest)
+            .await?;
         let (integration, verify) = (self.integration.clone(), self.verify.clone());
         let (task_owned, label) = (task.to_owned(), format!("attempt {attempt} on {host}"));
         let runtime = tokio::runtime::Handle::current();

@@ -158,6 +158,13 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
         Ok(None)
     }
 
+    /// Whether `id` waited while a person paused dispatch (then it is read
+    /// again before it starts).
+    async fn held_while_paused(&self, id: &TaskId) -> bool {
+        crate::control::wait_while_paused(&self.bus, &self.launcher.session_dir, id, self.poll)
+            .await
+    }
+
     async fn run_task(&self, id: &TaskId) -> wavecrew_core::Result<RunOutcome> {
         let mut crashes = 0;
         loop {
@@ -170,15 +177,7 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
             if let Some(remote) = &self.remote {
                 // Dispatch paused: a task no host holds yet waits here,
                 // before it is shown as a worker or its ticket goes out.
-                if task.status == TaskStatus::Pending
-                    && crate::control::wait_while_paused(
-                        &self.bus,
-                        &self.launcher.session_dir,
-                        id,
-                        self.poll,
-                    )
-                    .await
-                {
+                if task.status == TaskStatus::Pending && self.held_while_paused(id).await {
                     continue;
                 }
                 if let Some(outcome) = self.run_remote(&**remote, &task, &mut crashes).await? {
@@ -207,14 +206,7 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
             }
             // Dispatch paused by a person: hold this task before its
             // worker starts, then read it again.
-            if crate::control::wait_while_paused(
-                &self.bus,
-                &self.launcher.session_dir,
-                id,
-                self.poll,
-            )
-            .await
-            {
+            if self.held_while_paused(id).await {
                 continue;
             }
             let launcher = self.launcher.clone();

@@ -31,7 +31,7 @@ use serde_json::{Value, json};
 use wavecrew_core::task::{RETRIES as RETRIES_KEY, REVIEW_REVISIONS as REVISIONS_KEY};
 use wavecrew_core::{Control, Task, TaskStatus, TaskStore};
 
-use super::{Coordinator, attempt_branch, blocking, ended};
+use super::{Coordinator, blocking, ended};
 use crate::error::{FleetError, Result};
 
 /// The metadata key of a task's KV entry that asks its host to stop the
@@ -250,25 +250,8 @@ impl Coordinator {
     ) -> Result<()> {
         let _one = self.landing.lock().await;
         let branch = self.integration.task_branch(id, attempt);
-        let taken = self
-            .repo
-            .take_attempt(
-                self.integration.repo(),
-                id,
-                attempt,
-                &attempt_branch(id, attempt),
-                &format!("refs/heads/{branch}"),
-                &self.scratch,
-            )
+        self.take_commits(id, attempt, host, commit, &format!("refs/heads/{branch}"))
             .await?;
-        if taken != commit {
-            return Err(FleetError::Invalid {
-                what: format!("attempt {attempt} of {id} from {host}"),
-                message: format!(
-                    "its bundle holds {taken}, but its end in KV names {commit}; expected the same commit"
-                ),
-            });
-        }
         let base = result
             .pointer("/remote/base")
             .cloned()
