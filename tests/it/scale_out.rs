@@ -156,6 +156,16 @@ pub(crate) fn per_task(records: &[Value], kind: &str) -> BTreeMap<String, usize>
     counts
 }
 
+/// The hosts the scale-out tests start workers on.
+const WORKER_HOSTS: [&str; 3] = ["h2", "h3", "h4"];
+
+/// The first of `candidates` working on a task now, with the task.
+fn busy_host<'h>(hosts: &Hosts, candidates: &[&'h str]) -> Option<(&'h str, String)> {
+    candidates
+        .iter()
+        .find_map(|h| busy_task(hosts, h).map(|t| (*h, t)))
+}
+
 /// A task `host` is working on now (a worktree of its cache exists).
 fn busy_task(hosts: &Hosts, host: &str) -> Option<String> {
     let work = hosts.disk(host).join("wavecrew").join(SESSION).join("work");
@@ -189,7 +199,7 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
     let root = tmp.path();
     let session = root.join(".workflow/.team").join(SESSION);
     // Workers first: they wait for the session.
-    let workers: Vec<(String, HostProcess)> = ["h2", "h3", "h4"]
+    let workers: Vec<(String, HostProcess)> = WORKER_HOSTS
         .iter()
         .map(|h| ((*h).to_owned(), worker(&hosts, h)))
         .collect();
@@ -224,22 +234,36 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
             })
         },
     );
+    // Which host takes which ticket is the hosts' race: the first one seen
+    // at work is killed, the next of the others seen at work is cut off.
     let mut killed = None;
-    wait_for("h3 to work on a task", Duration::from_secs(120), || {
-        killed = busy_task(&hosts, "h3");
-        killed.is_some()
-    });
-    hosts.kill_host("h3");
-    // Cut h4 off in the middle of a task, for longer than a ticket stays
-    // with a silent host: the task goes to h2, and h4 must record nothing.
+    wait_for(
+        "a worker host to work on a task",
+        Duration::from_secs(120),
+        || {
+            killed = busy_host(&hosts, &WORKER_HOSTS);
+            killed.is_some()
+        },
+    );
+    let (dead, killed) = killed.unwrap();
+    hosts.kill_host(dead);
+    // Cut another off in the middle of a task, for longer than a ticket
+    // stays with a silent host: the task goes elsewhere, and the cut-off
+    // host must record nothing.
+    let others: Vec<&str> = WORKER_HOSTS.into_iter().filter(|h| *h != dead).collect();
     let mut cut_off = None;
-    wait_for("h4 to work on a task", Duration::from_secs(120), || {
-        cut_off = busy_task(&hosts, "h4");
-        cut_off.is_some()
-    });
-    hosts.partition("h4");
+    wait_for(
+        "another host to work on a task",
+        Duration::from_secs(120),
+        || {
+            cut_off = busy_host(&hosts, &others);
+            cut_off.is_some()
+        },
+    );
+    let (cut, cut_off) = cut_off.unwrap();
+    hosts.partition(cut);
     std::thread::sleep(Duration::from_secs(10));
-    hosts.heal("h4");
+    hosts.heal(cut);
     // Kill the coordinator itself; a new one resumes from NATS and the
     // session folder.
     let so_far = per_task(&records(&session), "task_merged").len();
@@ -350,10 +374,9 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
             t.id
         );
     }
-    // The task h3 died on and the one h4 was cut off from were done again
-    // elsewhere: a later attempt, on another host.
-    for (task, host) in [(killed, "h3"), (cut_off, "h4")] {
-        let task = task.unwrap();
+    // The task the dead host was at and the one the cut-off host was at
+    // were done again elsewhere: a later attempt, on another host.
+    for (task, host) in [(killed, dead), (cut_off, cut)] {
         let t = tasks.iter().find(|t| t.id.as_str() == task).unwrap();
         assert!(t.attempts >= 2, "{task} ({host}): {t:?}\n{}", logs());
         assert_ne!(
@@ -363,9 +386,10 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
             logs()
         );
     }
+    let cut_worker = &workers.iter().find(|(h, _)| h == cut).unwrap().1;
     assert!(
-        workers[2].1.stderr().contains("nothing recorded"),
-        "h4 noticed it lost its lease: {}",
+        cut_worker.stderr().contains("nothing recorded"),
+        "{cut} noticed it lost its lease: {}",
         logs()
     );
     // The reports show where each attempt ran.
@@ -401,7 +425,7 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
     );
     // The surviving workers leave when the session is finished.
     for (host, w) in &workers {
-        if host == "h3" {
+        if host == dead {
             continue;
         }
         let end = w.wait_timeout(Duration::from_secs(30)).unwrap();
