@@ -164,8 +164,8 @@ impl Integration {
                 .run()?;
         }
         let tree = git(&wt.path).arg("write-tree").text()?;
-        let head = self.repo.must_resolve(&reference)?;
-        if tree == self.repo.tree_of(&head)? {
+        let (head, head_tree) = self.repo.commit_and_tree(&reference)?;
+        if tree == head_tree {
             return Ok((None, head));
         }
         let commit = self

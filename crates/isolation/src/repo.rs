@@ -208,6 +208,30 @@ impl Repo {
             .text()?)
     }
 
+    /// The commit `rev` names and that commit's tree, read by one git
+    /// process; a missing rev is an error.
+    pub(crate) fn commit_and_tree(&self, rev: &str) -> Result<(String, String)> {
+        let (commit, tree) = (format!("{rev}^{{commit}}"), format!("{rev}^{{tree}}"));
+        let cmd = self.git().args([
+            "rev-parse",
+            "--revs-only",
+            "--end-of-options",
+            &commit,
+            &tree,
+        ]);
+        let line = cmd.line();
+        let text = cmd.text()?;
+        // `--revs-only` drops what does not resolve: both or it is missing.
+        match text.split('\n').collect::<Vec<_>>()[..] {
+            [c, t] if is_object_id(c) && is_object_id(t) => Ok((c.to_owned(), t.to_owned())),
+            _ => Err(IsolationError::Unexpected {
+                command: line,
+                output: text,
+                expected: "a commit id and a tree id, one a line",
+            }),
+        }
+    }
+
     /// Whether `a` is an ancestor of (or equal to) `b`.
     pub(crate) fn is_ancestor(&self, a: &str, b: &str) -> Result<bool> {
         Ok(self
@@ -289,4 +313,46 @@ fn flag(name: &str, path: &Path) -> OsString {
     let mut s = OsString::from(name);
     s.push(path);
     s
+}
+
+/// Whether `s` is a full object name (SHA-1 or SHA-256, lowercase hex).
+fn is_object_id(s: &str) -> bool {
+    matches!(s.len(), 40 | 64) && s.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git_in(dir: &Path, args: &[&str]) {
+        wavecrew_sys::git::git(dir)
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .run()
+            .unwrap();
+    }
+
+    #[test]
+    fn commit_and_tree_reads_both_or_fails() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git_in(dir, &["init", "-q", "-b", "main"]);
+        std::fs::write(dir.join("f"), "x\n").unwrap();
+        git_in(dir, &["add", "f"]);
+        git_in(dir, &["commit", "-qm", "one"]);
+        let repo = Repo::open(dir).unwrap().unwrap();
+        let (commit, tree) = repo.commit_and_tree("refs/heads/main").unwrap();
+        assert_eq!(commit, repo.must_resolve("refs/heads/main").unwrap());
+        assert_eq!(tree, repo.tree_of(&commit).unwrap());
+        // A missing ref prints nothing under --revs-only: an error, named.
+        let err = repo.commit_and_tree("refs/heads/gone").unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("expected a commit id and a tree id"),
+            "{err}"
+        );
+        // A file named like the rev is not taken for it.
+        std::fs::write(dir.join("gone"), "").unwrap();
+        assert!(repo.commit_and_tree("gone").is_err());
+    }
 }
