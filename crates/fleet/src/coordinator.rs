@@ -715,15 +715,22 @@ impl Coordinator {
             },
         };
         if matches!(landed, Landed::Commit(_) | Landed::Before(_)) {
-            self.repo
-                .publish(
-                    self.integration.repo(),
-                    &self.integration.reference(),
-                    &self.scratch,
-                )
-                .await?;
+            self.publish_integration().await?;
         }
         Ok(landed)
+    }
+
+    /// Publish the integration branch's tip for the hosts (the next ticket
+    /// builds on it). Call with the landing lock held.
+    async fn publish_integration(&self) -> Result<()> {
+        self.repo
+            .publish(
+                self.integration.repo(),
+                &self.integration.reference(),
+                &self.scratch,
+            )
+            .await?;
+        Ok(())
     }
 
     /// A record of the coordinator on the session's bus, as the

@@ -283,14 +283,7 @@ impl Coordinator {
     /// (a person's approval landed work): a ticket sent next builds on it.
     pub(super) async fn publish_tip(&self) -> Result<()> {
         let _one = self.landing.lock().await;
-        self.repo
-            .publish(
-                self.integration.repo(),
-                &self.integration.reference(),
-                &self.scratch,
-            )
-            .await?;
-        Ok(())
+        self.publish_integration().await
     }
 }
 
