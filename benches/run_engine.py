@@ -11,6 +11,10 @@ times `wavecrew run` as a whole process:
             times by `xargs -P <slots>`
   cpu       the orchestrator's own CPU time per task (children excluded) for
             500, 1000, 2000 and 5000 no-op tasks
+  chain     a chain of 30 tasks whose agent sleeps 0.2 s, in place, in a git
+            repository and in a folder without git: what each link of a
+            critical path costs beyond its agent (wall time minus the sleeps,
+            per task), the figure a makespan's ratio is made of
   isolation 300 no-op tasks, 4 slots, in place, in the default mode in a git
             repository and in a folder without git (the shadow repository),
             beside git's own floor for the same steps by hand, 4 at a time
@@ -25,7 +29,7 @@ alone (in place).
 The floor under `noop` (the file work the on-disk contract needs, with no
 orchestrator) is measured by `benches/noop_floor.py`.
 
-Usage: benches/run_engine.py [makespan|noop|cpu|isolation ...] [--seeds N] [--mode M] [--keep]
+Usage: benches/run_engine.py [makespan|noop|cpu|chain|isolation ...] [--seeds N] [--mode M] [--keep]
 """
 
 import argparse
@@ -249,6 +253,28 @@ def case_cpu(seeds, keep, mode):
         print(f"| {n} | {wall:.2f} | {own:.2f} | {own / n * 1000:.2f} | {wall / n * 1000:.1f} |")
 
 
+def case_chain(seeds, keep, mode):
+    """Per link of a chain: the engine's own time beyond the agent's."""
+    n, sleep = 30, 0.2
+    print(f"## chain: {n} tasks one after another, the agent sleeps {sleep} s")
+    print("| seed | in place ms/link | git repo ms/link | no git (shadow) ms/link |")
+    print("|---|---|---|---|")
+    chain = {i: [i - 1] if i else [] for i in range(n)}
+    for seed in range(seeds):
+        per_link = {}
+        for m in MODES:
+            with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as tmp:
+                root = os.path.join(tmp, "project")
+                os.makedirs(root)
+                session = write_project(root, chain, ["sleep", str(sleep)], m)
+                wall, _ = run_wavecrew(root, session, 4)
+                shutil.rmtree(root + ".wavecrew", ignore_errors=True)
+            per_link[m] = (wall - n * sleep) / n * 1000
+        print(
+            f"| {seed} | {per_link['in-place']:.1f} | {per_link['git']:.1f} | {per_link['shadow']:.1f} |"
+        )
+
+
 def git_floor(n, slots, tmp, full):
     """The same git steps done by hand, `slots` at a time: for each task a
     worktree added on a branch of its own beside the repository, then
@@ -336,7 +362,13 @@ def main():
     args = ap.parse_args()
     if not args.no_build:
         build()
-    cases = {"makespan": case_makespan, "noop": case_noop, "cpu": case_cpu, "isolation": case_isolation}
+    cases = {
+        "makespan": case_makespan,
+        "noop": case_noop,
+        "cpu": case_cpu,
+        "chain": case_chain,
+        "isolation": case_isolation,
+    }
     for case in args.cases:
         cases[case](args.seeds, args.keep, args.mode)
 
