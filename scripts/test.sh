@@ -41,7 +41,9 @@ if [ "$(cat "$CACHE/py/.wavecrew-pins" 2>/dev/null)" != "$VALIDATION_PY_PINS" ];
   echo "$VALIDATION_PY_PINS" > "$CACHE/py/.wavecrew-pins"
 fi
 NODE_TOOLS=crates/validation/tests/fixtures/node-tools
-if ! cmp -s "$NODE_TOOLS/package-lock.json" "$CACHE/node/package-lock.json" \
+# The lockfile installed from is kept beside as a marker: npm rewrites the
+# copy it installs from, so that copy cannot tell whether anything changed.
+if ! cmp -s "$NODE_TOOLS/package-lock.json" "$CACHE/node/.wavecrew-lock" \
    || [ ! -x "$CACHE/node/node_modules/.bin/jest" ] \
    || [ ! -x "$CACHE/node/node_modules/.bin/vitest" ]; then
   step "installing the node test tools (jest, vitest) into $CACHE/node"
@@ -51,6 +53,7 @@ if ! cmp -s "$NODE_TOOLS/package-lock.json" "$CACHE/node/package-lock.json" \
   # `npm install` (not `ci`) honours the lockfile and tolerates the
   # platform-specific optional packages a lockfile may list.
   npm install --prefix "$CACHE/node" --no-audit --no-fund --loglevel=error
+  cp "$NODE_TOOLS/package-lock.json" "$CACHE/node/.wavecrew-lock"
 fi
 # --- wavecrew-validation (end) ---
 
