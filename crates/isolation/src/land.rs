@@ -231,27 +231,47 @@ impl Integration {
     /// Files the task changed against its base, committed and not
     /// (tracked changes, deletions, untracked files that are not ignored),
     /// sorted: exactly this worktree's, never a neighbour's.
+    ///
+    /// While the worktree's HEAD is still its base (the agent made no
+    /// commit, the usual case), one `git status` walks the tree once and
+    /// says both what HEAD is and what changed; otherwise the branch's diff
+    /// against its base and the untracked files are read apart.
     pub fn changed_files(&self, wt: &Worktree) -> Result<Vec<String>> {
-        let diff = git(&wt.path)
+        let status = git(&wt.path)
             .args([
-                "diff",
-                "--name-only",
+                "status",
+                "--porcelain=v2",
                 "-z",
+                "--branch",
+                "--untracked-files=all",
                 "--no-renames",
-                "--no-ext-diff",
-                "--end-of-options",
-                &wt.base,
-                "--",
             ])
             .run()?;
-        let untracked = git(&wt.path)
-            .args(["ls-files", "--others", "--exclude-standard", "-z"])
-            .run()?;
-        let files: BTreeSet<String> = git::split_nul(&diff)
-            .into_iter()
-            .chain(git::split_nul(&untracked))
-            .filter(|f| !self.excluded(f))
-            .collect();
+        let status = StatusV2::parse(&status);
+        let listed: Vec<String> = if status.head.as_deref() == Some(wt.base.as_str()) {
+            status.paths
+        } else {
+            let diff = git(&wt.path)
+                .args([
+                    "diff",
+                    "--name-only",
+                    "-z",
+                    "--no-renames",
+                    "--no-ext-diff",
+                    "--end-of-options",
+                    &wt.base,
+                    "--",
+                ])
+                .run()?;
+            let untracked = git(&wt.path)
+                .args(["ls-files", "--others", "--exclude-standard", "-z"])
+                .run()?;
+            git::split_nul(&diff)
+                .into_iter()
+                .chain(git::split_nul(&untracked))
+                .collect()
+        };
+        let files: BTreeSet<String> = listed.into_iter().filter(|f| !self.excluded(f)).collect();
         Ok(files.into_iter().collect())
     }
 
@@ -462,9 +482,81 @@ fn parse_conflict(fields: &[String]) -> (Vec<String>, String) {
     (files.into_iter().collect(), messages)
 }
 
+/// What `git status --porcelain=v2 -z --branch` says: the commit HEAD
+/// names and every path with a change (staged or not) or untracked.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct StatusV2 {
+    /// `# branch.oid`; `None` on a branch with no commit yet.
+    head: Option<String>,
+    /// Changed, deleted, unmerged and untracked paths (both sides of a
+    /// rename or copy).
+    paths: Vec<String>,
+}
+
+impl StatusV2 {
+    fn parse(bytes: &[u8]) -> StatusV2 {
+        let mut parsed = StatusV2::default();
+        let mut records = git::split_nul(bytes).into_iter();
+        while let Some(record) = records.next() {
+            // Fields before the path: `1` has 8, `2` has 9 (its source path
+            // is the next record), `u` has 10, `?` has 1.
+            let (fields, renamed) = match record.as_bytes().first() {
+                Some(b'#') => {
+                    if let Some(oid) = record.strip_prefix("# branch.oid ") {
+                        parsed.head = (oid != "(initial)").then(|| oid.to_owned());
+                    }
+                    continue;
+                }
+                Some(b'1') => (8, false),
+                Some(b'2') => (9, true),
+                Some(b'u') => (10, false),
+                Some(b'?') => (1, false),
+                _ => continue,
+            };
+            if let Some(path) = record.splitn(fields + 1, ' ').nth(fields) {
+                parsed.paths.push(path.to_owned());
+            }
+            if renamed && let Some(from) = records.next() {
+                parsed.paths.push(from);
+            }
+        }
+        parsed
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_v2_names_head_and_every_changed_path() {
+        let raw = "# branch.oid 1111111111111111111111111111111111111111\0\
+                   # branch.head wavecrew-tasks/S/IMPL-001/1\0\
+                   1 .M N... 100644 100644 100644 aaa aaa src/a file.rs\0\
+                   1 D. N... 100644 000000 000000 bbb bbb gone.txt\0\
+                   2 R. N... 100644 100644 100644 ccc ccc R100 new name.txt\0old name.txt\0\
+                   u UU N... 100644 100644 100644 100644 ddd eee fff both.txt\0\
+                   ? new/file.txt\0";
+        let parsed = StatusV2::parse(raw.as_bytes());
+        assert_eq!(
+            parsed.head.as_deref(),
+            Some("1111111111111111111111111111111111111111")
+        );
+        assert_eq!(
+            parsed.paths,
+            [
+                "src/a file.rs",
+                "gone.txt",
+                "new name.txt",
+                "old name.txt",
+                "both.txt",
+                "new/file.txt"
+            ]
+        );
+        let unborn = StatusV2::parse(b"# branch.oid (initial)\0# branch.head main\0? a\0");
+        assert_eq!(unborn.head, None);
+        assert_eq!(unborn.paths, ["a"]);
+    }
 
     #[test]
     fn conflict_output() {

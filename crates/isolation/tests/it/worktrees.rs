@@ -37,6 +37,52 @@ fn changed_files_are_exactly_the_tasks() {
     p.assert_sound();
 }
 
+/// What an agent does with git's index, without committing, is read the
+/// same as its plain edits: staged files, removals, a file taken out of
+/// the index but left on disk, names with spaces; the same list as the
+/// branch's diff and the untracked files give.
+#[test]
+fn changed_files_see_the_index_too() {
+    let p = Project::new();
+    p.write("kept.txt", "x\n");
+    p.write("removed.txt", "x\n");
+    p.write("untracked-now.txt", "x\n");
+    p.git(&["add", "-A"]);
+    p.git(&["commit", "-q", "-m", "more files"]);
+    let s = p.start("S-index");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&wt.path, "staged new.txt", "new\n");
+    git_in(&wt.path, &["add", "staged new.txt"]);
+    git_in(&wt.path, &["rm", "-q", "removed.txt"]);
+    git_in(&wt.path, &["rm", "-q", "--cached", "untracked-now.txt"]);
+    write(&wt.path, "dir/deep/plain.txt", "plain\n");
+    write(&wt.path, "README", "edited\n");
+    let expected = [
+        "README",
+        "dir/deep/plain.txt",
+        "removed.txt",
+        "staged new.txt",
+        "untracked-now.txt",
+    ];
+    assert_eq!(s.changed_files(&wt).unwrap(), expected);
+    // The agent's own commit: the branch's diff is read instead, the same.
+    git_in(
+        &wt.path,
+        &[
+            "-c",
+            "user.name=a",
+            "-c",
+            "user.email=a@a",
+            "commit",
+            "-q",
+            "-m",
+            "own",
+        ],
+    );
+    assert_eq!(s.changed_files(&wt).unwrap(), expected);
+    p.assert_sound();
+}
+
 #[test]
 fn the_session_folder_is_reached_from_a_worktree_and_never_committed() {
     let p = Project::new();
