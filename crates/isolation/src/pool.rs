@@ -30,7 +30,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::Result;
+use wavecrew_sys::git::WorkTreeGit;
+
+use crate::error::{IsolationError, Result};
 use crate::integration::Integration;
 use crate::lock::lock;
 use crate::worktree::{Listed, WORKTREE_LOCK, Worktree, canon, list_worktrees, remove_any};
@@ -308,6 +310,27 @@ impl Integration {
         let file = own_git_dir(&wt.path)?.join(SET_UP_AT);
         wavecrew_core::fsutil::write_atomic(&file, wt.base.as_bytes())?;
         Ok(())
+    }
+
+    /// Where `wt`'s git is, as [`WorkTreeGit::locate`] would say it, told
+    /// from what this session knows (the worktree's `.git` file, the
+    /// repository's folder, the branch it was opened on) without a git
+    /// process: for the first attempt in a worktree just opened, whose
+    /// HEAD is its branch (or detached, for a read-only one).
+    pub fn work_tree_git(&self, wt: &Worktree) -> Result<WorkTreeGit> {
+        let real = |path: &Path| {
+            fs::canonicalize(path).map_err(|e| IsolationError::io("resolving", path, e))
+        };
+        Ok(WorkTreeGit {
+            top: real(&wt.path)?,
+            git_dir: real(&own_git_dir(&wt.path)?)?,
+            common_dir: real(self.repo().common_dir())?,
+            head: Some(if wt.is_detached() {
+                "HEAD".to_owned()
+            } else {
+                format!("refs/heads/{}", wt.branch)
+            }),
+        })
     }
 
     /// Whether `path` is strictly inside [`Integration::worktrees_dir`].

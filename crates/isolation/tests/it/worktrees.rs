@@ -83,6 +83,33 @@ fn changed_files_see_the_index_too() {
     p.assert_sound();
 }
 
+/// What the session tells of a worktree's git is what git itself says:
+/// for a task's worktree (a new slot, and one taken over from the pool)
+/// and a read-only, detached one.
+#[test]
+fn a_worktrees_git_is_known_without_asking_git() {
+    let p = Project::new();
+    let s = p.start("S-where");
+    let first = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    let detached = s.detached_worktree("REVIEW-001").unwrap();
+    for wt in [&first, &detached] {
+        assert_eq!(
+            s.work_tree_git(wt).unwrap(),
+            wavecrew_sys::git::WorkTreeGit::locate(&wt.path).unwrap(),
+            "{}",
+            wt.path.display()
+        );
+    }
+    s.release_worktree(&first).unwrap();
+    let pooled = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    assert_eq!(pooled.path, first.path, "taken over from the pool");
+    assert_eq!(
+        s.work_tree_git(&pooled).unwrap(),
+        wavecrew_sys::git::WorkTreeGit::locate(&pooled.path).unwrap()
+    );
+    p.assert_sound();
+}
+
 #[test]
 fn the_session_folder_is_reached_from_a_worktree_and_never_committed() {
     let p = Project::new();

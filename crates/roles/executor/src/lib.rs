@@ -363,7 +363,15 @@ impl Role for Executor {
                         Mode::Write,
                         &render,
                     )
-                    .on_event(&on_event),
+                    .on_event(&on_event)
+                    // The first round starts in the worktree as it was
+                    // opened; a later one asks git (the agent may have
+                    // moved HEAD).
+                    .in_work_tree(if rounds == 0 {
+                        work.workspace.work_tree_git()
+                    } else {
+                        None
+                    }),
                 )
                 .await?;
             let merged = match work.run.take() {

@@ -45,6 +45,9 @@ pub struct Attempt<'a> {
     pub prompt: &'a PromptFn<'a>,
     /// Called for every attempt event.
     pub on_event: &'a (dyn Fn(&AttemptEvent) + Sync),
+    /// Where the work tree's git is, when the caller knows it (else git is
+    /// asked, from `cwd`).
+    pub git: Option<wavecrew_sys::git::WorkTreeGit>,
 }
 
 impl<'a> Attempt<'a> {
@@ -63,6 +66,7 @@ impl<'a> Attempt<'a> {
             mode,
             prompt,
             on_event: &ignore,
+            git: None,
         }
     }
 
@@ -70,6 +74,14 @@ impl<'a> Attempt<'a> {
     #[must_use]
     pub fn on_event(mut self, on_event: &'a (dyn Fn(&AttemptEvent) + Sync)) -> Self {
         self.on_event = on_event;
+        self
+    }
+
+    /// The same attempts in a work tree whose git is known already
+    /// ([`crate::Workspace::work_tree_git`]): no git process asks.
+    #[must_use]
+    pub fn in_work_tree(mut self, git: Option<wavecrew_sys::git::WorkTreeGit>) -> Self {
+        self.git = git;
         self
     }
 }
@@ -141,7 +153,10 @@ impl RoleContext {
         };
         // Where the work tree's git is, asked once for the guard, the
         // agent's sandbox and the snapshots of what it changed.
-        let git = wavecrew_sys::git::WorkTreeGit::locate(spec.cwd);
+        let git = spec
+            .git
+            .clone()
+            .or_else(|| wavecrew_sys::git::WorkTreeGit::locate(spec.cwd));
         // The repository's configuration and hooks, as they were before
         // the agent (it may not change how git runs).
         let guard = git

@@ -507,6 +507,19 @@ impl Workspace {
         }
     }
 
+    /// Where an isolated workspace's git is, told without a git process
+    /// (for the first attempt in it: its HEAD is still its branch); `None`
+    /// in place, or when the worktree cannot say (git is asked then).
+    pub fn work_tree_git(&self) -> Option<wavecrew_sys::git::WorkTreeGit> {
+        match self {
+            Workspace::InPlace { .. } => None,
+            Workspace::Isolated {
+                integration,
+                worktree,
+            } => integration.work_tree_git(worktree).ok(),
+        }
+    }
+
     /// The files the task changed, exactly (an isolated workspace's diff
     /// against its base); `None` in place (the attempt's own account then).
     pub fn changed_files(&self) -> Result<Option<Vec<String>>, PhaseError> {
