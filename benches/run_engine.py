@@ -154,6 +154,17 @@ def run_wavecrew(root, session, slots, cpu=False):
     return wall, own
 
 
+def wall_in_fresh_project(deps, agent_argv, mode, slots):
+    """Wall time of `wavecrew run` on a new project of `deps` in `mode`
+    (removed afterwards, worktrees beside it included)."""
+    with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as tmp:
+        root = os.path.join(tmp, "project")
+        os.makedirs(root)
+        session = write_project(root, deps, agent_argv, mode)
+        wall, _ = run_wavecrew(root, session, slots)
+    return wall
+
+
 def critical_path(deps, dur):
     finish = {}
     for i in sorted(deps):
@@ -263,12 +274,7 @@ def case_chain(seeds, keep, mode):
     for seed in range(seeds):
         per_link = {}
         for m in MODES:
-            with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as tmp:
-                root = os.path.join(tmp, "project")
-                os.makedirs(root)
-                session = write_project(root, chain, ["sleep", str(sleep)], m)
-                wall, _ = run_wavecrew(root, session, 4)
-                shutil.rmtree(root + ".wavecrew", ignore_errors=True)
+            wall = wall_in_fresh_project(chain, ["sleep", str(sleep)], m, 4)
             per_link[m] = (wall - n * sleep) / n * 1000
         print(
             f"| {seed} | {per_link['in-place']:.1f} | {per_link['git']:.1f} | {per_link['shadow']:.1f} |"
@@ -330,11 +336,7 @@ def case_isolation(seeds, keep, mode):
     for seed in range(seeds):
         walls = {}
         for m in MODES:
-            with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as tmp:
-                root = os.path.join(tmp, "project")
-                os.makedirs(root)
-                session = write_project(root, {i: [] for i in range(n)}, [true], m)
-                walls[m], _ = run_wavecrew(root, session, slots)
+            walls[m] = wall_in_fresh_project({i: [] for i in range(n)}, [true], m, slots)
         with tempfile.TemporaryDirectory(prefix="wavecrew-bench-") as tmp:
             floor = git_floor(n, slots, tmp, False)
             full = git_floor(n, slots, tmp, True)
