@@ -188,6 +188,7 @@ async fn run_one(args: &RunArgs, config_file: Option<&Path>) -> CmdResult {
         prompt,
         cwd,
         git: None,
+        clean_before: false,
         mode: match args.mode {
             ModeArg::Write => Mode::Write,
             ModeArg::Analysis => Mode::Analysis,

@@ -28,6 +28,7 @@ fn request(cwd: &Path, out: &Path) -> AttemptRequest {
         prompt: "noop".into(),
         cwd: cwd.to_owned(),
         git: None,
+        clean_before: false,
         mode: Mode::Write,
         attempt_dir: out.to_owned(),
         limits: Limits::default(),

@@ -129,6 +129,10 @@ pub struct TaskAttempts<'a> {
     /// The git of the work tree `cwd` is in, when the caller located it
     /// already (`None`: looked up where needed).
     pub git: Option<&'a WorkTreeGit>,
+    /// The work tree is known to have no change before the first attempt
+    /// (see [`AttemptRequest::clean_before`]); later attempts follow one
+    /// that may have changed it, and git is asked before them.
+    pub clean_before: bool,
     /// What it may do.
     pub mode: Mode,
     /// The folder holding `attempts/` (the session folder).
@@ -255,6 +259,8 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
         }
     };
     let mut previous_error: Option<String> = None;
+    // Whether an attempt of this run started (the tree may have changed).
+    let mut ran_one = false;
     let governor = Governor::for_session(config, spec.session_dir);
     loop {
         let routed = route(config, &requested, spec.cwd, &tried).await;
@@ -361,6 +367,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 prompt: with_resume_note(prompt, resume_session.is_some()),
                 cwd: spec.cwd.to_owned(),
                 git: spec.git.cloned(),
+                clean_before: spec.clean_before && !ran_one,
                 mode: spec.mode,
                 attempt_dir: attempt_dir.clone(),
                 limits: config.limits_for(&resolved),
@@ -373,6 +380,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 backend: resolved.name.clone(),
                 resume: resume_session,
             });
+            ran_one = true;
             let (outcome, notes, error, fault) = match backend.attempt(&request).await {
                 Ok(a) => {
                     let fault = (!a.unredacted.is_empty())

@@ -10,13 +10,15 @@ use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 
+use wavecrew_sys::git::TreeStatus;
+
 /// The dirty files of a work tree at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Snapshot {
     /// Path (relative to the work tree root) → (status, content hash).
     entries: BTreeMap<String, (String, Option<u64>)>,
-    /// The work tree root.
-    root: std::path::PathBuf,
+    /// What git said, whole (HEAD, its branch, the paths).
+    status: TreeStatus,
 }
 
 fn content_hash(path: &Path) -> Option<u64> {
@@ -57,35 +59,40 @@ impl Snapshot {
         }
         let root = git(cwd, &["rev-parse", "--show-toplevel"])?;
         let root = std::path::PathBuf::from(String::from_utf8_lossy(&root).trim());
-        Snapshot::take_at(root)
+        Snapshot::take_at(&root)
     }
 
     /// Take the next snapshot of the same work tree (its root is known).
     pub fn again(&self) -> Option<Snapshot> {
-        Snapshot::take_at(self.root.clone())
+        Snapshot::take_at(&self.status.top)
     }
 
     /// Take a snapshot of the work tree whose root is `root` (located
     /// already); `None` when git cannot list it.
-    pub fn take_at(root: std::path::PathBuf) -> Option<Snapshot> {
-        let raw = git(
-            &root,
-            &[
-                "status",
-                "--porcelain=v1",
-                "-z",
-                "--untracked-files=all",
-                "--no-renames",
-            ],
-        )?;
-        let mut entries = BTreeMap::new();
-        for record in raw.split(|b| *b == 0).filter(|r| r.len() > 3) {
-            let status = String::from_utf8_lossy(&record[..2]).into_owned();
-            let path = String::from_utf8_lossy(&record[3..]).into_owned();
-            let hash = content_hash(&root.join(&path));
-            entries.insert(path, (status, hash));
+    pub fn take_at(root: &Path) -> Option<Snapshot> {
+        let status = TreeStatus::read(root).ok()?;
+        let entries = status
+            .entries
+            .iter()
+            .map(|e| {
+                let hash = content_hash(&root.join(&e.path));
+                (e.path.clone(), (e.xy.clone(), hash))
+            })
+            .collect();
+        Some(Snapshot { entries, status })
+    }
+
+    /// The snapshot of the work tree whose root is `root` when it is known
+    /// to have no change (a worktree just reset to its branch): nothing is
+    /// dirty, and git is not asked.
+    pub fn clean_at(root: std::path::PathBuf) -> Snapshot {
+        Snapshot {
+            entries: BTreeMap::new(),
+            status: TreeStatus {
+                top: root,
+                ..TreeStatus::default()
+            },
         }
-        Some(Snapshot { entries, root })
     }
 
     /// Paths that differ between `self` (before) and `after`, sorted,
@@ -110,7 +117,12 @@ impl Snapshot {
 
     /// The work tree root.
     pub fn root(&self) -> &Path {
-        &self.root
+        &self.status.top
+    }
+
+    /// What git said when this snapshot was taken.
+    pub fn status(&self) -> &TreeStatus {
+        &self.status
     }
 }
 
@@ -148,5 +160,30 @@ mod tests {
             vec!["a.txt", "b.txt", "src/new file.rs"]
         );
         assert!(Snapshot::take(&std::env::temp_dir().join("no-such-dir-xyz")).is_none());
+    }
+
+    /// A tree known to be clean gives the snapshot git would have given,
+    /// so what an attempt changed is the same without asking git before.
+    #[test]
+    fn a_clean_tree_is_known_without_git() {
+        let tmp = tempfile::tempdir().unwrap();
+        let d = tmp.path().canonicalize().unwrap();
+        sh(&d, &["init", "-q"]);
+        std::fs::write(d.join("a.txt"), "a").unwrap();
+        sh(&d, &["add", "."]);
+        sh(&d, &["commit", "-qm", "init"]);
+        let asked = Snapshot::take(&d).unwrap();
+        let known = Snapshot::clean_at(d.clone());
+        assert_eq!(known.entries, asked.entries);
+        assert_eq!(known.root(), asked.root());
+        std::fs::write(d.join("a.txt"), "edited").unwrap();
+        std::fs::write(d.join("b.txt"), "new").unwrap();
+        let after = known.again().unwrap();
+        assert_eq!(known.changed_since(&after), vec!["a.txt", "b.txt"]);
+        assert_eq!(asked.changed_since(&after), vec!["a.txt", "b.txt"]);
+        assert_eq!(
+            after.status().paths().collect::<Vec<_>>(),
+            ["a.txt", "b.txt"]
+        );
     }
 }

@@ -320,7 +320,8 @@ impl CliBackend {
             notes.push(format!("cannot record the command line: {e}"));
         }
         let before = match &request.git {
-            Some(git) => Snapshot::take_at(git.top.clone()),
+            Some(git) if request.clean_before => Some(Snapshot::clean_at(git.top.clone())),
+            Some(git) => Snapshot::take_at(&git.top),
             None => Snapshot::take(&request.cwd),
         };
         Ok(Prepared {
@@ -544,6 +545,7 @@ impl CliBackend {
                 .or_else(|| (!stream.live_usage.is_empty()).then(|| stream.spent())),
             files_changed,
             duration_ms: u64::try_from(supervised.duration.as_millis()).unwrap_or(u64::MAX),
+            tree_after: after.as_ref().map(|a| Box::new(a.status().clone())),
         };
 
         // Redaction: a file that cannot be redacted never keeps the secret,
@@ -670,6 +672,7 @@ fn empty_outcome(name: &str) -> AttemptOutcome {
         usage: None,
         files_changed: Vec::new(),
         duration_ms: 0,
+        tree_after: None,
     }
 }
 
@@ -834,6 +837,7 @@ mod tests {
             prompt: "print the key".into(),
             cwd: cwd.to_owned(),
             git: None,
+            clean_before: false,
             mode: Mode::Write,
             attempt_dir: attempt_dir.to_owned(),
             limits: Limits {

@@ -14,7 +14,8 @@ use crate::git::{self, git};
 use crate::integration::{Integration, LAND_LOCK, TRAILER};
 use crate::lock::lock;
 use crate::verify::Verdict;
-use crate::worktree::{TASK_BRANCH_PREFIX, Worktree};
+use crate::worktree::{TASK_BRANCH_PREFIX, Worktree, canon};
+use wavecrew_sys::git::TreeStatus;
 
 /// How many times a landing retries after losing the compare-and-swap.
 const MAX_TRIES: u32 = 50;
@@ -143,14 +144,21 @@ impl Integration {
     ) -> Result<(Option<String>, String)> {
         self.check_task_worktree(wt, task)?;
         let reference = format!("refs/heads/{}", wt.branch);
-        let (line, out) = git(&wt.path)
-            .args(["symbolic-ref", "--quiet", "HEAD"])
-            .output()?;
-        let on = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        match out.status.code() {
-            Some(0) if on == reference => {}
-            Some(0 | 1) => self.take_own_history(wt, &reference, &on)?,
-            _ => return Err(git::failed(line, &out)),
+        // One walk of the tree says where HEAD is and whether anything
+        // changed: a worktree still on its branch at its base with nothing
+        // changed or untracked outside the session's `exclude` has nothing
+        // to commit (what follows would stage only excluded paths, put them
+        // back as the base has them, and write the base's tree).
+        let status = TreeStatus::read(&wt.path)?;
+        match status.branch.as_deref() {
+            Some(on) if on == reference => {
+                if status.head.as_deref() == Some(wt.base.as_str())
+                    && status.paths().all(|p| self.excluded(p))
+                {
+                    return Ok((None, wt.base.clone()));
+                }
+            }
+            on => self.take_own_history(wt, &reference, on.unwrap_or_default())?,
         }
         git(&wt.path).args(["add", "--all", "--", "."]).run()?;
         // The session folder (linked in, see `link_session`) is never work:
@@ -237,19 +245,26 @@ impl Integration {
     /// says both what HEAD is and what changed; otherwise the branch's diff
     /// against its base and the untracked files are read apart.
     pub fn changed_files(&self, wt: &Worktree) -> Result<Vec<String>> {
-        let status = git(&wt.path)
-            .args([
-                "status",
-                "--porcelain=v2",
-                "-z",
-                "--branch",
-                "--untracked-files=all",
-                "--no-renames",
-            ])
-            .run()?;
-        let status = StatusV2::parse(&status);
+        self.changed_files_seen(wt, None)
+    }
+
+    /// [`Integration::changed_files`], from `seen` when it is given: the
+    /// worktree's status read since the last change to it (the snapshot
+    /// taken as the agent ended), so git is not asked again. A status of
+    /// another work tree (an agent working in a nested repository) is not
+    /// used.
+    pub fn changed_files_seen(
+        &self,
+        wt: &Worktree,
+        seen: Option<&TreeStatus>,
+    ) -> Result<Vec<String>> {
+        let seen = seen.filter(|s| canon(&s.top) == canon(&wt.path));
+        let status = match seen {
+            Some(status) => status.clone(),
+            None => TreeStatus::read(&wt.path)?,
+        };
         let listed: Vec<String> = if status.head.as_deref() == Some(wt.base.as_str()) {
-            status.paths
+            status.paths().map(str::to_owned).collect()
         } else {
             let diff = git(&wt.path)
                 .args([
@@ -482,81 +497,9 @@ fn parse_conflict(fields: &[String]) -> (Vec<String>, String) {
     (files.into_iter().collect(), messages)
 }
 
-/// What `git status --porcelain=v2 -z --branch` says: the commit HEAD
-/// names and every path with a change (staged or not) or untracked.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct StatusV2 {
-    /// `# branch.oid`; `None` on a branch with no commit yet.
-    head: Option<String>,
-    /// Changed, deleted, unmerged and untracked paths (both sides of a
-    /// rename or copy).
-    paths: Vec<String>,
-}
-
-impl StatusV2 {
-    fn parse(bytes: &[u8]) -> StatusV2 {
-        let mut parsed = StatusV2::default();
-        let mut records = git::split_nul(bytes).into_iter();
-        while let Some(record) = records.next() {
-            // Fields before the path: `1` has 8, `2` has 9 (its source path
-            // is the next record), `u` has 10, `?` has 1.
-            let (fields, renamed) = match record.as_bytes().first() {
-                Some(b'#') => {
-                    if let Some(oid) = record.strip_prefix("# branch.oid ") {
-                        parsed.head = (oid != "(initial)").then(|| oid.to_owned());
-                    }
-                    continue;
-                }
-                Some(b'1') => (8, false),
-                Some(b'2') => (9, true),
-                Some(b'u') => (10, false),
-                Some(b'?') => (1, false),
-                _ => continue,
-            };
-            if let Some(path) = record.splitn(fields + 1, ' ').nth(fields) {
-                parsed.paths.push(path.to_owned());
-            }
-            if renamed && let Some(from) = records.next() {
-                parsed.paths.push(from);
-            }
-        }
-        parsed
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn status_v2_names_head_and_every_changed_path() {
-        let raw = "# branch.oid 1111111111111111111111111111111111111111\0\
-                   # branch.head wavecrew-tasks/S/IMPL-001/1\0\
-                   1 .M N... 100644 100644 100644 aaa aaa src/a file.rs\0\
-                   1 D. N... 100644 000000 000000 bbb bbb gone.txt\0\
-                   2 R. N... 100644 100644 100644 ccc ccc R100 new name.txt\0old name.txt\0\
-                   u UU N... 100644 100644 100644 100644 ddd eee fff both.txt\0\
-                   ? new/file.txt\0";
-        let parsed = StatusV2::parse(raw.as_bytes());
-        assert_eq!(
-            parsed.head.as_deref(),
-            Some("1111111111111111111111111111111111111111")
-        );
-        assert_eq!(
-            parsed.paths,
-            [
-                "src/a file.rs",
-                "gone.txt",
-                "new name.txt",
-                "old name.txt",
-                "both.txt",
-                "new/file.txt"
-            ]
-        );
-        let unborn = StatusV2::parse(b"# branch.oid (initial)\0# branch.head main\0? a\0");
-        assert_eq!(unborn.head, None);
-        assert_eq!(unborn.paths, ["a"]);
-    }
 
     #[test]
     fn conflict_output() {

@@ -57,6 +57,7 @@ impl Integration {
         Ok(Worktree {
             build_state: Vec::new(),
             set_up_before: false,
+            fresh: false,
             path,
             branch: String::new(),
             base: commit.to_owned(),

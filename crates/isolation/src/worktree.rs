@@ -68,6 +68,12 @@ pub struct Worktree {
     /// warm worktree whose dependency files (lockfiles, manifests) did not
     /// change with the switch; false for a fresh one.
     pub set_up_before: bool,
+    /// Whether this open checked it out or reset it to its branch (a new
+    /// slot, or a pooled one taken over): nothing in it differs from its
+    /// base yet but the linked session folder (see `link_session`). False
+    /// for one found again (a resumed attempt keeps its work) and for a
+    /// read-only one.
+    pub fresh: bool,
 }
 
 impl Worktree {
@@ -348,6 +354,7 @@ impl Integration {
             }
         };
         drop(guard);
+        let fresh = new_slot || claimed.is_some();
         let mut build_state = Vec::new();
         let mut set_up_before = false;
         if new_slot {
@@ -382,6 +389,7 @@ impl Integration {
         Ok(Worktree {
             build_state,
             set_up_before,
+            fresh,
             path,
             branch,
             base,
@@ -418,6 +426,7 @@ impl Integration {
                 return Ok(Worktree {
                     build_state: Vec::new(),
                     set_up_before: false,
+                    fresh: false,
                     path,
                     branch: String::new(),
                     base: tip,
@@ -431,6 +440,7 @@ impl Integration {
         Ok(Worktree {
             build_state: Vec::new(),
             set_up_before: false,
+            fresh: false,
             path,
             branch: String::new(),
             base: tip,

@@ -24,6 +24,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
+mod status;
+pub use status::{StatusEntry, TreeStatus};
+
 /// The oldest git wavecrew runs on: the first with `git merge-tree
 /// --write-tree`.
 pub const MIN_GIT: (u32, u32, u32) = (2, 38, 0);

@@ -141,6 +141,11 @@ pub struct AttemptRequest {
     /// The git of the work tree `cwd` is in, when the caller located it
     /// already (`None`: looked up where needed, or not in git).
     pub git: Option<wavecrew_sys::git::WorkTreeGit>,
+    /// The work tree is known to have no change as the attempt starts (a
+    /// worktree just reset to its branch, `git` given): what the attempt
+    /// changed is then what git lists after it, and git is not asked
+    /// before.
+    pub clean_before: bool,
     /// What it may do.
     pub mode: Mode,
     /// Where the attempt's files go (`attempts/<task>/<n>/`).
@@ -178,6 +183,11 @@ pub struct AttemptOutcome {
     pub files_changed: Vec<String>,
     /// How long it ran.
     pub duration_ms: u64,
+    /// The work tree's `git status` as the attempt ended (not recorded):
+    /// a caller that needs the tree's changed files reads them from it
+    /// rather than asking git again. `None` outside git.
+    #[serde(skip)]
+    pub tree_after: Option<Box<wavecrew_sys::git::TreeStatus>>,
 }
 
 /// A way to run an attempt: an agent CLI, a command, the scripted agent.

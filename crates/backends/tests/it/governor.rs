@@ -62,6 +62,7 @@ async fn task(config: &Config, w: &World, session: &Path, id: &str, cli: AgentCl
         task_id: &task,
         cwd: &w.repo,
         git: None,
+        clean_before: false,
         mode: Mode::Write,
         session_dir: session,
         prompt: &prompt,

@@ -128,6 +128,7 @@ async fn attempt(
         prompt: PROMPT.into(),
         cwd: w.repo.clone(),
         git: None,
+        clean_before: false,
         mode: Mode::Write,
         attempt_dir: w.out.join(n.to_string()),
         limits: Limits {

@@ -17,6 +17,7 @@ fn request(mode: Mode, resume: Option<&str>) -> AttemptRequest {
         prompt: "PROMPT".into(),
         cwd: PathBuf::from("/work/repo"),
         git: None,
+        clean_before: false,
         mode,
         attempt_dir: PathBuf::from("/session/attempts/IMPL-001/1"),
         limits: Limits::default(),
@@ -180,6 +181,7 @@ fn retry_policy_per_outcome_class() {
                 usage: None,
                 files_changed: vec![],
                 duration_ms: 1,
+                tree_after: None,
             };
             let step = next_step(&outcome, retries, &policy, 0.5);
             let _ = writeln!(table, "{} | {retries} → {step:?}", class.name());

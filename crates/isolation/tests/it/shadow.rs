@@ -7,7 +7,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
-use wavecrew_isolation::{Integration, IsolationError, Landing, Repo, SHADOW_BRANCH};
+use wavecrew_isolation::{Integration, IsolationError, Landing, Repo, SHADOW_BRANCH, Worktree};
 
 use crate::support::{Folder, git_in, set_mode, write};
 
@@ -418,7 +418,13 @@ fn worktrees_prune_clean_and_resume_on_a_shadow() {
     let repo = Repo::open_shadow(&state).unwrap().unwrap();
     let again = Integration::resume(&repo, &state).unwrap().unwrap();
     assert_eq!(again.base(), s.base());
-    assert_eq!(again.open_worktree("IMPL-001", 1, &[]).unwrap(), keep);
+    assert_eq!(
+        again.open_worktree("IMPL-001", 1, &[]).unwrap(),
+        Worktree {
+            fresh: false,
+            ..keep
+        }
+    );
     assert_eq!(again.clean().unwrap(), 2);
     assert!(!s.worktrees_dir().exists());
     f.assert_sound("S-tidy");

@@ -1,7 +1,7 @@
 //! Starting a session: from a clean HEAD, from a snapshot of a dirty work
 //! tree (never touching the user's index or files), and on resume.
 
-use wavecrew_isolation::{Integration, IsolationError, Repo};
+use wavecrew_isolation::{Integration, IsolationError, Repo, Worktree};
 
 use crate::support::Project;
 
@@ -135,8 +135,10 @@ fn start_again_resumes_the_same_branch() {
     assert_eq!(again.base(), s.base());
     assert_eq!(again.tip().unwrap(), tip);
     // The worktree is found again, same branch and base.
+    // It keeps its work: not fresh (its first attempt asks git).
     let wt2 = again.open_worktree("IMPL-001", 1, &[]).unwrap();
-    assert_eq!(wt2, wt);
+    assert!(wt.fresh && !wt2.fresh);
+    assert_eq!(wt2, Worktree { fresh: false, ..wt });
     // A state folder of another session is refused.
     let repo = Repo::open(&p.top).unwrap().unwrap();
     let err = Integration::start(&repo, "S-other", &[], &p.state_dir("S-resume")).unwrap_err();

@@ -3,6 +3,8 @@
 
 use std::fs;
 
+use wavecrew_sys::git::TreeStatus;
+
 use crate::support::{Project, git_in, write};
 
 #[test]
@@ -106,6 +108,70 @@ fn a_worktrees_git_is_known_without_asking_git() {
     assert_eq!(
         s.work_tree_git(&pooled).unwrap(),
         wavecrew_sys::git::WorkTreeGit::locate(&pooled.path).unwrap()
+    );
+    p.assert_sound();
+}
+
+/// A worktree this open checked out or reset (`fresh`) differs from its
+/// base in nothing but the linked session folder, as git itself says: its
+/// first attempt needs no `git status` before the agent, and a task that
+/// changed nothing has nothing to commit (found without staging anything).
+/// One found again keeps its work and is not fresh; a status read in
+/// another work tree is never taken for a worktree's.
+#[test]
+fn a_fresh_worktree_differs_from_its_base_in_the_session_folder_only() {
+    let p = Project::new();
+    // The session folder is not ignored here: its link shows in git status.
+    p.write(".gitignore", ".env\n");
+    p.git(&["commit", "-q", "-am", "no session in .gitignore"]);
+    let s = p.start("S-fresh");
+    let only_the_session = |wt: &wavecrew_isolation::Worktree| {
+        let status = TreeStatus::read(&wt.path).unwrap();
+        assert_eq!(status.branch, Some(format!("refs/heads/{}", wt.branch)));
+        assert_eq!(status.head.as_deref(), Some(wt.base.as_str()));
+        status.paths().map(str::to_owned).collect::<Vec<_>>()
+    };
+    let first = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    assert!(first.fresh, "a new slot");
+    assert_eq!(
+        only_the_session(&first),
+        [".workflow/.team/S-fresh/isolation"]
+    );
+    // The agent leaves a mess behind: an edit, a removal, new files.
+    write(&first.path, "README", "edited\n");
+    write(&first.path, "junk/new.txt", "x\n");
+    fs::remove_file(first.path.join("shared.txt")).unwrap();
+    s.commit(&first, "IMPL-001", "mess").unwrap().unwrap();
+    write(&first.path, "after-the-commit.txt", "x\n");
+    s.land(&first, "IMPL-001").unwrap();
+    s.release_worktree(&first).unwrap();
+
+    let second = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    assert_eq!(second.path, first.path, "taken over from the pool");
+    assert!(second.fresh, "reset");
+    assert_eq!(
+        only_the_session(&second),
+        [".workflow/.team/S-fresh/isolation"]
+    );
+    // Nothing changed: no commit, no file, the branch where it was.
+    assert_eq!(s.changed_files(&second).unwrap(), Vec::<String>::new());
+    assert_eq!(s.commit(&second, "IMPL-002", "nothing").unwrap(), None);
+    assert_eq!(p.git(&["rev-parse", &second.branch]), second.base);
+    // The project's own status is not the worktree's.
+    p.write("in-the-project.txt", "x\n");
+    let elsewhere = TreeStatus::read(&p.top).unwrap();
+    assert_eq!(
+        s.changed_files_seen(&second, Some(&elsewhere)).unwrap(),
+        Vec::<String>::new()
+    );
+    // Found again (a resumed attempt): its work is kept, it is not fresh.
+    write(&second.path, "work.txt", "x\n");
+    let again = s.open_worktree("IMPL-002", 1, &[]).unwrap();
+    assert!(!again.fresh);
+    let seen = TreeStatus::read(&again.path).unwrap();
+    assert_eq!(
+        s.changed_files_seen(&again, Some(&seen)).unwrap(),
+        ["work.txt"]
     );
     p.assert_sound();
 }

@@ -149,8 +149,12 @@ pub struct ExecWork {
 
 /// What `work` changed: in a worktree, exactly the task's branch against
 /// its base; in place, what the agent's attempts reported.
-fn changed_files(work: &ExecWork) -> Result<Vec<String>, PhaseError> {
-    Ok(match work.workspace.changed_files()? {
+/// `seen`: the work tree's status read since its last change, if any.
+fn changed_files(
+    work: &ExecWork,
+    seen: Option<&wavecrew_sys::git::TreeStatus>,
+) -> Result<Vec<String>, PhaseError> {
+    Ok(match work.workspace.changed_files_seen(seen)? {
         Some(files) => files,
         None => work
             .run
@@ -371,7 +375,8 @@ impl Role for Executor {
                         work.workspace.work_tree_git()
                     } else {
                         None
-                    }),
+                    })
+                    .starting_clean(rounds == 0 && work.workspace.starts_clean()),
                 )
                 .await?;
             let merged = match work.run.take() {
@@ -392,7 +397,10 @@ impl Role for Executor {
                 ));
             }
             let attempts = work.run.as_ref().map_or(0, |r| r.attempts.len());
-            let files = changed_files(work)?;
+            // The tree as the round's last attempt left it: its status,
+            // taken as the agent ended, says what changed.
+            let seen = run.last().and_then(|o| o.tree_after.as_deref());
+            let files = changed_files(work, seen)?;
             let syntax = check_syntax(&work.cwd, &ctx.syntax_options(files.clone())).await;
             let status = syntax.status;
             work.syntax = Some((files, syntax.clone()));
@@ -516,7 +524,7 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         // read now.
         let files = match &work.syntax {
             Some((files, _)) => files.clone(),
-            None => match changed_files(work) {
+            None => match changed_files(work, None) {
                 Ok(files) => files,
                 Err(e) => return Ok(self.failure_report(task, &e)),
             },

@@ -48,6 +48,9 @@ pub struct Attempt<'a> {
     /// Where the work tree's git is, when the caller knows it (else git is
     /// asked, from `cwd`).
     pub git: Option<wavecrew_sys::git::WorkTreeGit>,
+    /// The work tree has no change as the first attempt starts (see
+    /// [`crate::Workspace::starts_clean`]).
+    pub clean: bool,
 }
 
 impl<'a> Attempt<'a> {
@@ -67,6 +70,7 @@ impl<'a> Attempt<'a> {
             prompt,
             on_event: &ignore,
             git: None,
+            clean: false,
         }
     }
 
@@ -82,6 +86,15 @@ impl<'a> Attempt<'a> {
     #[must_use]
     pub fn in_work_tree(mut self, git: Option<wavecrew_sys::git::WorkTreeGit>) -> Self {
         self.git = git;
+        self
+    }
+
+    /// The same attempts in a work tree known to have no change before
+    /// the first of them (with its git given, [`Attempt::in_work_tree`]):
+    /// no `git status` is taken before that attempt.
+    #[must_use]
+    pub fn starting_clean(mut self, clean: bool) -> Self {
+        self.clean = clean;
         self
     }
 }
@@ -170,6 +183,7 @@ impl RoleContext {
             task_id: spec.id,
             cwd: spec.cwd,
             git: git.as_ref(),
+            clean_before: spec.clean && spec.git.is_some(),
             mode: spec.mode,
             session_dir: &self.session_dir,
             prompt: &prompt,

@@ -342,6 +342,8 @@ impl RoleContext {
             .attempts(task.id.as_str())
             .join(format!("setup-{claim}.log"));
         self.run_setup(dir, &log)?;
+        // Setup may change tracked files (`npm install` rewrites a lockfile).
+        worktree.fresh = false;
         integration
             .record_set_up(worktree)
             .map_err(|e| phase("setup", e))?;
@@ -507,29 +509,48 @@ impl Workspace {
         }
     }
 
-    /// Where an isolated workspace's git is, told without a git process
-    /// (for the first attempt in it: its HEAD is still its branch); `None`
-    /// in place, or when the worktree cannot say (git is asked then).
+    /// Where an isolated workspace's git is, told without a git process,
+    /// while the worktree is as this workspace opened it (checked out or
+    /// reset: its HEAD is its branch); `None` in place, for a worktree
+    /// found again (an earlier agent may have moved its HEAD), or when the
+    /// worktree cannot say (git is asked then).
     pub fn work_tree_git(&self) -> Option<wavecrew_sys::git::WorkTreeGit> {
         match self {
-            Workspace::InPlace { .. } => None,
             Workspace::Isolated {
                 integration,
                 worktree,
-            } => integration.work_tree_git(worktree).ok(),
+            } if worktree.fresh => integration.work_tree_git(worktree).ok(),
+            _ => None,
         }
+    }
+
+    /// Whether the workspace has no change yet: an isolated worktree this
+    /// workspace checked out or reset, no setup command run in it since.
+    /// Its first attempt then needs no `git status` before the agent.
+    pub fn starts_clean(&self) -> bool {
+        matches!(self, Workspace::Isolated { worktree, .. } if worktree.fresh)
     }
 
     /// The files the task changed, exactly (an isolated workspace's diff
     /// against its base); `None` in place (the attempt's own account then).
     pub fn changed_files(&self) -> Result<Option<Vec<String>>, PhaseError> {
+        self.changed_files_seen(None)
+    }
+
+    /// [`Workspace::changed_files`], read from `seen` when given: the
+    /// work tree's status as the last attempt ended, nothing having
+    /// touched the tree since (git is not asked again).
+    pub fn changed_files_seen(
+        &self,
+        seen: Option<&wavecrew_sys::git::TreeStatus>,
+    ) -> Result<Option<Vec<String>>, PhaseError> {
         match self {
             Workspace::InPlace { .. } => Ok(None),
             Workspace::Isolated {
                 integration,
                 worktree,
             } => integration
-                .changed_files(worktree)
+                .changed_files_seen(worktree, seen)
                 .map(Some)
                 .map_err(|e| phase("the task's changes", e)),
         }
