@@ -200,6 +200,19 @@ impl Integration {
         exclude: &[&str],
         state_dir: &Path,
     ) -> Result<Integration> {
+        Self::start_at_tip(repo, session_id, exclude, state_dir).map(|(found, _)| found)
+    }
+
+    /// [`Integration::start`], also giving the integration tip as it was
+    /// read there (the branch's commit, checked to be there): for a caller
+    /// about to open a worktree from it ([`Integration::open_worktree_at`]),
+    /// which then need not read it again.
+    pub fn start_at_tip(
+        repo: &Repo,
+        session_id: &str,
+        exclude: &[&str],
+        state_dir: &Path,
+    ) -> Result<(Integration, String)> {
         git::check_version()?;
         check_id("session id", session_id)?;
         let mut exclude = exclude
@@ -211,9 +224,9 @@ impl Integration {
                 exclude.push(x.clone());
             }
         }
-        let resumed = |found: Integration| {
+        let resumed = |(found, tip): (Integration, String)| {
             if found.state.session == session_id {
-                Ok(found)
+                Ok((found, tip))
             } else {
                 Err(IsolationError::Inconsistent {
                     path: found.state_file(),
@@ -226,11 +239,11 @@ impl Integration {
         };
         // Started already (every worker after the first): no lock needed
         // to read the state, written atomically once.
-        if let Some(found) = Self::resume(repo, state_dir)? {
+        if let Some(found) = Self::resume_at_tip(repo, state_dir)? {
             return resumed(found);
         }
         let _guard = lock(&state_dir.join(LAND_LOCK))?;
-        if let Some(found) = Self::resume(repo, state_dir)? {
+        if let Some(found) = Self::resume_at_tip(repo, state_dir)? {
             return resumed(found);
         }
         let branch = format!("{BRANCH_PREFIX}{session_id}");
@@ -270,7 +283,8 @@ impl Integration {
             state,
         };
         found.create_branch(&format!("wavecrew: start session {session_id}"))?;
-        Ok(found)
+        let tip = found.state.base.clone();
+        Ok((found, tip))
     }
 
     /// The integration branch of the session whose folder is `session`,
@@ -295,6 +309,11 @@ impl Integration {
     /// creating anything but a lost branch (see [`Integration::start`]);
     /// Ok(None) when `state_dir` has no state file.
     pub fn resume(repo: &Repo, state_dir: &Path) -> Result<Option<Integration>> {
+        Ok(Self::resume_at_tip(repo, state_dir)?.map(|(found, _)| found))
+    }
+
+    /// [`Integration::resume`], with the tip it read to check the branch.
+    fn resume_at_tip(repo: &Repo, state_dir: &Path) -> Result<Option<(Integration, String)>> {
         let Some(state) = read_state(state_dir)? else {
             return Ok(None);
         };
@@ -323,16 +342,18 @@ impl Integration {
             state_dir: state_dir.to_owned(),
             state,
         };
-        if repo.resolve(&found.reference())?.is_none() {
-            if repo.resolve(&found.state.base)?.is_none() {
-                return Err(inconsistent(format!(
-                    "branch `{}` is gone and so is its base commit {}; expected one of them",
-                    found.state.branch, found.state.base
-                )));
-            }
-            found.create_branch("wavecrew: branch made again at the recorded base")?;
+        if let Some(tip) = repo.resolve(&found.reference())? {
+            return Ok(Some((found, tip)));
         }
-        Ok(Some(found))
+        if repo.resolve(&found.state.base)?.is_none() {
+            return Err(inconsistent(format!(
+                "branch `{}` is gone and so is its base commit {}; expected one of them",
+                found.state.branch, found.state.base
+            )));
+        }
+        found.create_branch("wavecrew: branch made again at the recorded base")?;
+        let tip = found.state.base.clone();
+        Ok(Some((found, tip)))
     }
 
     fn create_branch(&self, reason: &str) -> Result<()> {

@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 
 use crate::error::{IsolationError, Result};
 use crate::git::{self, Git, git};
+use wavecrew_sys::git::RepoPaths;
 
 /// The name used for commits when the repository has no `user.name`.
 pub const FALLBACK_NAME: &str = "wavecrew";
@@ -47,6 +48,10 @@ impl Repo {
                 path,
                 std::io::Error::new(std::io::ErrorKind::NotFound, "not a folder"),
             ));
+        }
+        // The wavecrew process that started this one opened it already.
+        if let Some(known) = RepoPaths::inherited(path) {
+            return Ok(Some(Repo::of_paths(known)));
         }
         // One process in a work tree (the common case); the two steps
         // below tell the other cases apart.
@@ -100,13 +105,24 @@ impl Repo {
     }
 
     /// The repository of the work tree at `top`, with its common git
-    /// folder and index (absolute paths, as git printed them).
+    /// folder and index (absolute paths, as git printed them), remembered
+    /// for the workers this process starts.
     fn of_work_tree(top: &str, common: &str, index: &str) -> Repo {
-        Repo {
+        let paths = RepoPaths {
             top: PathBuf::from(top),
-            work_tree: PathBuf::from(top),
             common_dir: PathBuf::from(common),
             index: PathBuf::from(index),
+        };
+        paths.remember();
+        Repo::of_paths(paths)
+    }
+
+    fn of_paths(paths: RepoPaths) -> Repo {
+        Repo {
+            work_tree: paths.top.clone(),
+            top: paths.top,
+            common_dir: paths.common_dir,
+            index: paths.index,
             shadow: None,
             identity: OnceLock::new(),
         }

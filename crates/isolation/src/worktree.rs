@@ -250,6 +250,20 @@ impl Integration {
     /// shadow repository ignores the paths it was made with
     /// ([`Repo::shadow`]'s `ignore`, the same list) in its `info/exclude`.
     pub fn open_worktree(&self, task: &str, attempt: u32, copy: &[String]) -> Result<Worktree> {
+        self.open_worktree_at(task, attempt, copy, None)
+    }
+
+    /// [`Integration::open_worktree`], a new attempt starting from `tip`
+    /// when given: the integration tip the caller read just now (see
+    /// [`Integration::start_at_tip`]), never one read before work it
+    /// depends on landed. `None`: the tip is read here.
+    pub fn open_worktree_at(
+        &self,
+        task: &str,
+        attempt: u32,
+        copy: &[String],
+        tip: Option<String>,
+    ) -> Result<Worktree> {
         check_id("task id", task)?;
         let copy = copy
             .iter()
@@ -279,7 +293,10 @@ impl Integration {
                 }
                 (record.base, false)
             } else {
-                let base = self.tip()?;
+                let base = match tip {
+                    Some(tip) => tip,
+                    None => self.tip()?,
+                };
                 let record = Record {
                     version: 1,
                     task: task.to_owned(),

@@ -24,7 +24,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
+mod repo_paths;
 mod status;
+pub use repo_paths::{REPO_PATHS_ENV, RepoPaths, opened_repo_env};
 pub use status::{StatusEntry, TreeStatus};
 
 /// The oldest git wavecrew runs on: the first with `git merge-tree

@@ -81,7 +81,8 @@ pub struct LoggedSpawn {
 /// Start `program args…` with stdin `/dev/null` and stdout and stderr
 /// appended to the file `log` (created anew, with its folder): how a
 /// worker process is started, on one host or on a fleet host. The worker
-/// inherits the git version this process checked, if it did. The error
+/// inherits the git version this process checked, and the repository it
+/// opened, if it did. The error
 /// names what failed (the log file, or starting the program).
 pub fn spawn_logged(
     program: &std::path::Path,
@@ -103,6 +104,10 @@ pub fn spawn_logged(
     // A worker need not ask git's version again (see `check_version`).
     if let Some((name, version)) = crate::git::checked_version_env() {
         cmd.env(name, version);
+    }
+    // Nor where the repository it opened is (see `RepoPaths`).
+    if let Some((name, paths)) = crate::git::opened_repo_env() {
+        cmd.env(name, paths);
     }
     cmd.args(args)
         .stdin(std::process::Stdio::null())

@@ -146,6 +146,35 @@ fn start_again_resumes_the_same_branch() {
     p.assert_sound();
 }
 
+/// The tip a start reads is the branch's commit, whichever way the start
+/// went (new, resumed, a lost branch made again), and a worktree opened
+/// from it starts there without reading it again.
+#[test]
+fn a_start_gives_the_tip_it_read_and_a_worktree_starts_from_it() {
+    let p = Project::new();
+    let repo = Repo::open(&p.top).unwrap().unwrap();
+    let state = p.state_dir("S-tip");
+    let start = || Integration::start_at_tip(&repo, "S-tip", &[".workflow"], &state).unwrap();
+    let (s, tip) = start();
+    assert_eq!(tip, s.base(), "new: the base");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    crate::support::write(&wt.path, "a.txt", "a\n");
+    s.commit(&wt, "IMPL-001", "a").unwrap();
+    s.land(&wt, "IMPL-001").unwrap();
+    let (again, tip) = start();
+    assert_eq!(tip, again.tip().unwrap(), "resumed: the landed work");
+    assert_ne!(tip, again.base());
+    let next = again
+        .open_worktree_at("IMPL-002", 1, &[], Some(tip.clone()))
+        .unwrap();
+    assert_eq!(next.base, tip);
+    assert_eq!(p.git(&["rev-parse", &next.branch]), tip);
+    p.git(&["update-ref", "-d", "refs/heads/wavecrew/S-tip"]);
+    let (mended, tip) = start();
+    assert_eq!(tip, mended.base(), "a lost branch: made again at the base");
+    assert_eq!(mended.tip().unwrap(), tip);
+}
+
 #[test]
 fn a_lost_branch_is_made_again_and_a_foreign_branch_refused() {
     let p = Project::new();

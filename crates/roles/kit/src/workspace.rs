@@ -230,11 +230,19 @@ impl RoleContext {
     /// The session's integration branch (started at the first call, resumed
     /// after), or `None` in place (`[isolation] mode = "in-place"`).
     pub fn integration(&self) -> Result<Option<Integration>, PhaseError> {
+        Ok(self.integration_at_tip()?.map(|(opened, _)| opened))
+    }
+
+    /// [`RoleContext::integration`], with the integration tip read while
+    /// opening it when this call opened it (the process's first): the
+    /// base of a worktree opened next, which then need not read it again.
+    /// `None` when it was open already: work may have landed since.
+    fn integration_at_tip(&self) -> Result<Option<(Integration, Option<String>)>, PhaseError> {
         if self.config.isolation.mode == IsolationMode::InPlace {
             return Ok(None);
         }
         if let Some(opened) = self.integration.get() {
-            return Ok(Some(opened.clone()));
+            return Ok(Some((opened.clone(), None)));
         }
         let repo = Repo::open(&self.project_root).map_err(|e| phase("git", e))?;
         Repo::check_git_version().map_err(|e| phase("isolation", e))?;
@@ -268,21 +276,30 @@ impl RoleContext {
             )
             .map_err(|e| phase("the shadow repository", e))?,
         };
-        let opened = Integration::start(&repo, &self.session_name(), &exclude, &self.session_dir)
-            .map_err(|e| phase("the integration branch", e))?;
-        Ok(Some(self.integration.get_or_init(|| opened).clone()))
+        let (opened, tip) =
+            Integration::start_at_tip(&repo, &self.session_name(), &exclude, &self.session_dir)
+                .map_err(|e| phase("the integration branch", e))?;
+        Ok(Some((
+            self.integration.get_or_init(|| opened).clone(),
+            Some(tip),
+        )))
     }
 
     /// The workspace of `task`'s claim number `claim`: its own worktree
     /// (see the module's notes), or the project folder.
     pub fn workspace(&self, task: &Task, claim: u32) -> Result<Workspace, PhaseError> {
-        let Some(integration) = self.integration()? else {
+        let Some((integration, tip)) = self.integration_at_tip()? else {
             return Ok(Workspace::InPlace {
                 dir: self.project_root.clone(),
             });
         };
         let mut worktree = integration
-            .open_worktree(task.id.as_str(), claim.max(1), &self.config.isolation.copy)
+            .open_worktree_at(
+                task.id.as_str(),
+                claim.max(1),
+                &self.config.isolation.copy,
+                tip,
+            )
             .map_err(|e| phase("the task's worktree", e))?;
         let seeded = integration
             .seed_build_state(
