@@ -6,7 +6,9 @@ IMPL-* tasks in a fresh project whose agent is a `command` backend, and
 times `wavecrew run` as a whole process:
 
   makespan  random 200-task DAGs, agents sleeping log-normal durations around
-            0.5 s, 4 and 16 slots: wall time / max(critical path, work / slots)
+            0.5 s, 4 and 16 slots: wall time / max(critical path, work / slots),
+            and where each run's critical chain spent its time (read from the
+            bus: before each agent, after it, between tasks)
   noop      500 no-op tasks (`true` as the agent) vs the same agent run 500
             times by `xargs -P <slots>`
   cpu       the orchestrator's own CPU time per task (children excluded) for
@@ -172,6 +174,44 @@ def critical_path(deps, dur):
     return max(finish.values())
 
 
+def chain_breakdown(session, deps, slept):
+    """Where the time of the run's critical chain went, from the bus: the
+    chain is followed back from the task that ended last through the
+    dependency that ended last; per link, ms from its worker's start to its
+    agent's (pre), from its agent's end to its completion (post), from its
+    last dependency's completion to its worker's start (dispatch), and its
+    agent's own time beyond the sleep (interpreter start-up)."""
+    from datetime import datetime
+
+    spawned, started, done = {}, {}, {}
+    with open(os.path.join(session, ".msg", "messages.jsonl")) as f:
+        for line in f:
+            m = json.loads(line)
+            task = m.get("data", {}).get("task_id")
+            at = datetime.fromisoformat(m["ts"]).timestamp()
+            kind = {"task_unblocked": spawned, "progress_update": started, "task_complete": done}
+            if m["type"] in kind:
+                kind[m["type"]].setdefault(task, at)
+    ran = {}
+    for i in deps:
+        with open(os.path.join(session, "attempts", tid(i), "1", "outcome.json")) as f:
+            ran[i] = json.load(f)["duration_ms"] / 1000
+    i = max(deps, key=lambda k: done[tid(k)])
+    chain = [i]
+    while deps[i]:
+        i = max(deps[i], key=lambda k: done[tid(k)])
+        chain.append(i)
+    chain.reverse()
+    per = lambda xs: sum(xs) / len(chain) * 1000
+    pre = per([started[tid(i)] - spawned[tid(i)] for i in chain])
+    post = per([done[tid(i)] - started[tid(i)] - ran[i] for i in chain])
+    dispatch = per(
+        [spawned[tid(i)] - max(done[tid(d)] for d in deps[i]) for i in chain if deps[i]]
+    )
+    beyond = per([ran[i] - slept[i] for i in chain])
+    return f"{len(chain)} links: pre {pre:.0f}, post {post:.0f}, dispatch {dispatch:.0f}, agent beyond its sleep {beyond:.0f} ms/link"
+
+
 def agent_start(agent, task):
     """The agent's own start-up time (median of 5 runs, its sleep taken off)."""
     with open(os.path.join(os.path.dirname(agent), "durations.json")) as f:
@@ -188,7 +228,7 @@ def case_makespan(seeds, keep, mode):
     print(f"## makespan: random 200-task DAGs, sleeping agents (log-normal, median 0.5 s), {mode}")
     print("| slots | seed | critical path s | work/slots s | bound s | wall s | ratio |")
     print("|---|---|---|---|---|---|---|")
-    ratios = {}
+    ratios, chains = {}, []
     for slots in (4, 16):
         for seed in range(seeds):
             rng = random.Random(seed)
@@ -217,6 +257,7 @@ def case_makespan(seeds, keep, mode):
                 # count it in every task's duration for the bound.
                 start = agent_start(agent, tid(0))
                 wall, _ = run_wavecrew(root, session, slots)
+                chains.append((slots, seed, chain_breakdown(session, deps, dur)))
                 shutil.rmtree(root + ".wavecrew", ignore_errors=True)
                 if keep:
                     shutil.copytree(tmp, f"/tmp/wavecrew-bench-makespan-{slots}-{seed}")
@@ -228,6 +269,9 @@ def case_makespan(seeds, keep, mode):
             print(f"| {slots} | {seed} | {cp:.2f} | {work:.2f} | {bound:.2f} | {wall:.2f} | {wall / bound:.3f} |")
     for slots, r in ratios.items():
         print(f"slots {slots}: median ratio {sorted(r)[len(r) // 2]:.3f}, max {max(r):.3f}")
+    print("critical chains (see `chain_breakdown`):")
+    for slots, seed, said in chains:
+        print(f"- {slots} slots, seed {seed}: {said}")
 
 
 def case_noop(seeds, keep, mode):
