@@ -209,7 +209,10 @@ def chain_breakdown(session, deps, slept):
         [spawned[tid(i)] - max(done[tid(d)] for d in deps[i]) for i in chain if deps[i]]
     )
     beyond = per([ran[i] - slept[i] for i in chain])
-    return f"{len(chain)} links: pre {pre:.0f}, post {post:.0f}, dispatch {dispatch:.0f}, agent beyond its sleep {beyond:.0f} ms/link"
+    return (
+        f"{len(chain)} links: pre {pre:.0f}, post {post:.0f}, dispatch {dispatch:.0f} (waiting "
+        f"for a slot included), agent beyond its sleep {beyond:.0f} ms/link"
+    )
 
 
 def agent_start(agent, task):
