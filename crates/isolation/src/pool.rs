@@ -16,7 +16,10 @@
 //! differ, so unchanged files keep their times and a build stays
 //! incremental) and removes untracked files with `git clean -fd` (not
 //! `-x`: what git ignores, the build output, stays). Tracked files are then
-//! exactly the task's base. A dependency folder of a known kind
+//! exactly the task's base. A worktree given back at the very commit the
+//! new attempt starts from (a task that changed nothing, or one whose
+//! landing fast-forwarded) needs neither when `git status` finds nothing
+//! changed or untracked in it. A dependency folder of a known kind
 //! (`node_modules`) whose lockfile changed with the switch is removed, so
 //! a task never runs on a tree installed for other dependencies (Cargo's
 //! `target/` keys its own cache by what it builds and stays).
@@ -30,7 +33,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use wavecrew_sys::git::WorkTreeGit;
+use wavecrew_sys::git::{TreeStatus, WorkTreeGit};
 
 use crate::error::{IsolationError, Result};
 use crate::integration::Integration;
@@ -46,16 +49,21 @@ pub const SLOTS_DIR: &str = "slots";
 pub const POOL_MAX: usize = 16;
 
 /// A pooled worktree claimed for an attempt: the lockfiles it was
-/// installed with (`None`: not known, every keyed folder counts as stale).
+/// installed with (`None`: not known, every keyed folder counts as stale),
+/// and the commit it was given back at (`None`: not known).
 pub(crate) struct Claim {
     locks: Option<std::collections::BTreeMap<&'static str, Vec<u8>>>,
+    head: Option<String>,
 }
 
 impl Claim {
     /// A claim whose earlier state is not known (a reset resumed after a
     /// kill).
     pub(crate) fn unknown() -> Self {
-        Claim { locks: None }
+        Claim {
+            locks: None,
+            head: None,
+        }
     }
 }
 
@@ -207,6 +215,10 @@ impl Integration {
         let Some(path) = pooled(&self.worktrees_dir().join(SLOTS_DIR), listed) else {
             return Ok(None);
         };
+        let head = listed
+            .iter()
+            .find(|l| canon(&l.path) == path)
+            .and_then(|l| l.head.clone());
         if !marked {
             wavecrew_core::fsutil::write_atomic(resetting, b"{}")?;
         }
@@ -223,6 +235,7 @@ impl Integration {
             path.clone(),
             Claim {
                 locks: Some(lockfiles(&path)),
+                head,
             },
         )))
     }
@@ -234,14 +247,26 @@ impl Integration {
     /// file changed with the switch); an error leaves it for the caller to
     /// remove.
     pub(crate) fn reset_pooled(
+        &self,
         path: &Path,
         branch: &str,
+        base: &str,
         claim: &Claim,
     ) -> Result<(Vec<String>, bool)> {
-        crate::git::git(path)
-            .args(["checkout", "--force", "--quiet", branch, "--"])
-            .run()?;
-        crate::git::git(path).args(["clean", "-fdq"]).run()?;
+        // Given back at this very base, and nothing changed or untracked
+        // since as git status says (the session's linked folder aside): it
+        // is what the reset makes already (its index and files are its
+        // HEAD's), and one walk of the tree stands for the two.
+        let at_base = claim.head.as_deref() == Some(base)
+            && TreeStatus::read(path).is_ok_and(|status| {
+                status.head.as_deref() == Some(base) && status.paths().all(|p| self.excluded(p))
+            });
+        if !at_base {
+            crate::git::git(path)
+                .args(["checkout", "--force", "--quiet", branch, "--"])
+                .run()?;
+            crate::git::git(path).args(["clean", "-fdq"]).run()?;
+        }
         let mut said = vec![
             "warm: an earlier task's worktree, reset to this task's base by git \
                              (tracked files exact, untracked files removed, ignored build \

@@ -387,7 +387,7 @@ impl Integration {
             }
             remove_any(&resetting)?;
         } else if let Some(claim) = claimed {
-            if let Ok((said, kept)) = Integration::reset_pooled(&path, &branch, &claim) {
+            if let Ok((said, kept)) = self.reset_pooled(&path, &branch, &base, &claim) {
                 build_state = said;
                 set_up_before = kept;
             } else {

@@ -173,6 +173,42 @@ fn a_fresh_worktree_differs_from_its_base_in_the_session_folder_only() {
         s.changed_files_seen(&again, Some(&seen)).unwrap(),
         ["work.txt"]
     );
+    fs::remove_file(again.path.join("work.txt")).unwrap();
+    assert_eq!(s.commit(&again, "IMPL-002", "nothing").unwrap(), None);
+    s.release_worktree(&again).unwrap();
+
+    // Given back at the very base the next attempt starts from: taken over
+    // as it is when git finds nothing in it, reset when something is.
+    let third = s.open_worktree("IMPL-003", 1, &[]).unwrap();
+    assert_eq!(
+        (third.path.as_path(), third.base.as_str()),
+        (first.path.as_path(), second.base.as_str())
+    );
+    assert!(third.fresh);
+    assert_eq!(
+        only_the_session(&third),
+        [".workflow/.team/S-fresh/isolation"]
+    );
+    s.commit(&third, "IMPL-003", "nothing").unwrap();
+    s.release_worktree(&third).unwrap();
+    // Something wrote into the worktree after it was given back.
+    write(&third.path, "README", "stray edit\n");
+    write(&third.path, "stray/new.txt", "x\n");
+    let fourth = s.open_worktree("IMPL-004", 1, &[]).unwrap();
+    assert_eq!(
+        (fourth.path.as_path(), fourth.base.as_str()),
+        (first.path.as_path(), second.base.as_str())
+    );
+    assert!(fourth.fresh);
+    assert_eq!(
+        only_the_session(&fourth),
+        [".workflow/.team/S-fresh/isolation"]
+    );
+    assert_eq!(
+        fs::read_to_string(fourth.path.join("README")).unwrap(),
+        "edited\n"
+    );
+    assert!(!fourth.path.join("stray").exists());
     p.assert_sound();
 }
 
