@@ -82,8 +82,8 @@ pub struct LoggedSpawn {
 /// appended to the file `log` (created anew, with its folder): how a
 /// worker process is started, on one host or on a fleet host. The worker
 /// inherits the git version this process checked, and the repository it
-/// opened, if it did. The error
-/// names what failed (the log file, or starting the program).
+/// opened, if it did. The error names what failed (the log file, or
+/// starting the program).
 pub fn spawn_logged(
     program: &std::path::Path,
     args: &[String],
