@@ -258,10 +258,12 @@ impl Integration {
         wt: &Worktree,
         seen: Option<&TreeStatus>,
     ) -> Result<Vec<String>> {
-        let seen = seen.filter(|s| canon(&s.top) == canon(&wt.path));
-        let status = match seen {
-            Some(status) => status.clone(),
-            None => TreeStatus::read(&wt.path)?,
+        let read;
+        let status = if let Some(status) = seen.filter(|s| canon(&s.top) == canon(&wt.path)) {
+            status
+        } else {
+            read = TreeStatus::read(&wt.path)?;
+            &read
         };
         let listed: Vec<String> = if status.head.as_deref() == Some(wt.base.as_str()) {
             status.paths().map(str::to_owned).collect()
