@@ -1,6 +1,6 @@
 //! `docs/cli.md` is generated from the binaries' clap definitions, so it
 //! cannot drift: this test regenerates it and compares. After changing a
-//! flag, run `WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-e2e docs`.
+//! flag, run `WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-tests docs`.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -9,7 +9,7 @@ use clap::CommandFactory;
 
 const HEADER: &str = "# Command-line reference\n\n\
 Generated from the binaries' own definitions by `tests/it/docs.rs`; do not edit by hand\n\
-(`WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-e2e docs` rewrites it).\n\n\
+(`WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-tests docs` rewrites it).\n\n\
 ## Exit codes (every binary)\n\n\
 | code | meaning |\n|---|---|\n\
 | 0 | everything asked for succeeded |\n\
@@ -54,7 +54,7 @@ fn docs_cli_md_matches_the_binaries() {
     assert!(
         on_disk == fresh,
         "docs/cli.md is out of date with the binaries' flags: run \
-         `WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-e2e docs` and commit it"
+         `WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-tests docs` and commit it"
     );
 }
 
@@ -85,7 +85,7 @@ fn the_binary_embeds_every_file_of_the_demo() {
     embedded.sort();
     assert_eq!(
         embedded, on_disk,
-        "bins/src/commands/demo.rs FILES must list every file of examples/demo"
+        "crates/cli/src/commands/demo.rs FILES must list every file of examples/demo"
     );
 }
 
@@ -113,6 +113,6 @@ fn docs_prompts_md_shows_the_table_the_code_uses() {
     assert!(
         on_disk == fresh,
         "docs/prompts.md is out of date with the field table: run \
-         `WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-e2e docs` and commit it"
+         `WAVECREW_UPDATE_DOCS=1 cargo nextest run -p wavecrew-tests docs` and commit it"
     );
 }

@@ -32,7 +32,7 @@ fn cargo_install_puts_working_binaries_on_path() {
             "nats",
             "--path",
         ])
-        .arg(workspace.join("bins"))
+        .arg(workspace.join("crates/cli"))
         .arg("--root")
         .arg(root.path())
         .env("CARGO_TARGET_DIR", &target)

@@ -18,129 +18,129 @@ use crate::output;
 pub const FILES: &[(&str, &str)] = &[
     (
         ".gitignore",
-        include_str!("../../../examples/demo/.gitignore"),
+        include_str!("../../../../examples/demo/.gitignore"),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/plan.md",
-        include_str!("../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/plan.md"),
+        include_str!("../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/plan.md"),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/roles/developer.md",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/roles/developer.md"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/roles/developer.md"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/roles/reviewer.md",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/roles/reviewer.md"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/roles/reviewer.md"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/task-analysis.json",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/task-analysis.json"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/task-analysis.json"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-001.json",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-001.json"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-001.json"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-002.json",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-002.json"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-002.json"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-003.json",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-003.json"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-003.json"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-004.json",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-004.json"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-004.json"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-005.json",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-005.json"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-005.json"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-006.json",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-006.json"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-006.json"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-007.json",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-007.json"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/IMPL-007.json"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/tasks/REVIEW-001.json",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/REVIEW-001.json"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/tasks/REVIEW-001.json"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/team-session.json",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/team-session.json"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/team-session.json"
         ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/wisdom/conventions.md",
         include_str!(
-            "../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/wisdom/conventions.md"
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/wisdom/conventions.md"
         ),
     ),
     (
         "Cargo.toml",
-        include_str!("../../../examples/demo/Cargo.toml"),
+        include_str!("../../../../examples/demo/Cargo.toml"),
     ),
     (
         "README.md",
-        include_str!("../../../examples/demo/README.md"),
+        include_str!("../../../../examples/demo/README.md"),
     ),
     (
         "demo-agent.json",
-        include_str!("../../../examples/demo/demo-agent.json"),
+        include_str!("../../../../examples/demo/demo-agent.json"),
     ),
     (
         "src/api.rs",
-        include_str!("../../../examples/demo/src/api.rs"),
+        include_str!("../../../../examples/demo/src/api.rs"),
     ),
     (
         "src/lib.rs",
-        include_str!("../../../examples/demo/src/lib.rs"),
+        include_str!("../../../../examples/demo/src/lib.rs"),
     ),
     (
         "src/model.rs",
-        include_str!("../../../examples/demo/src/model.rs"),
+        include_str!("../../../../examples/demo/src/model.rs"),
     ),
     (
         "src/store.rs",
-        include_str!("../../../examples/demo/src/store.rs"),
+        include_str!("../../../../examples/demo/src/store.rs"),
     ),
     (
         "src/validate.rs",
-        include_str!("../../../examples/demo/src/validate.rs"),
+        include_str!("../../../../examples/demo/src/validate.rs"),
     ),
     (
         "tests/todo.rs",
-        include_str!("../../../examples/demo/tests/todo.rs"),
+        include_str!("../../../../examples/demo/tests/todo.rs"),
     ),
     (
         "wavecrew.toml",
-        include_str!("../../../examples/demo/wavecrew.toml"),
+        include_str!("../../../../examples/demo/wavecrew.toml"),
     ),
 ];
 
