@@ -172,11 +172,8 @@ fn worker(args: &WorkerArgs, config: Option<&Path>) -> CmdResult {
             "wavecrew-team worker: --session <folder> and --task <ID> are required"
         )));
     };
-    let valid = wavecrew_orchestrator::validate(Some(dir)).map_err(|e| {
-        CliError::bad_input(anyhow::anyhow!(
-            "{e}\nhint: re-run team-coordinate to regenerate the session"
-        ))
-    })?;
+    let valid = wavecrew_orchestrator::validate(Some(dir))
+        .map_err(|e| CliError::bad_input(anyhow::anyhow!("{e}\n{}", e.hint())))?;
     let role = valid
         .session
         .roles

@@ -27,6 +27,7 @@ pub mod layout;
 pub mod plan;
 pub mod programs;
 pub mod role;
+pub mod role_file;
 pub mod session;
 pub mod source;
 pub mod store;

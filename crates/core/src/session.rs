@@ -95,6 +95,10 @@ pub struct TeamSession {
     pub extra: Map<String, Value>,
 }
 
+/// The key of `team-session.json` that names the task file a session was
+/// written from (an extension: ccw ignores it).
+pub const TASK_FILE_KEY: &str = "task_file";
+
 impl TeamSession {
     /// Read `team-session.json`; errors name the file and the field.
     pub fn read(path: &Path) -> Result<Self> {
@@ -104,6 +108,16 @@ impl TeamSession {
     /// Write it back atomically.
     pub fn write(&self, path: &Path) -> Result<()> {
         crate::fsutil::write_json_atomic(path, self)
+    }
+
+    /// The task file the session was written from (`wavecrew run
+    /// wavecrew.tasks.toml`), which wavecrew records as `task_file`; `None`
+    /// for a session ccw wrote.
+    pub fn task_file(&self) -> Option<std::path::PathBuf> {
+        self.extra
+            .get(TASK_FILE_KEY)
+            .and_then(Value::as_str)
+            .map(std::path::PathBuf::from)
     }
 
     /// The team name, defaulting to the session id.

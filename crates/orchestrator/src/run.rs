@@ -102,11 +102,8 @@ impl OpenSession {
     /// Validate the session folder (seed 001's messages, with a hint) and
     /// open its project, configuration, store and bus.
     pub fn open(session: Option<&Path>, config_file: Option<&Path>) -> Result<Self, RunError> {
-        let valid = validate(session).map_err(|e| {
-            RunError::BadInput(format!(
-                "{e}\nhint: re-run team-coordinate to regenerate the session"
-            ))
-        })?;
+        let valid =
+            validate(session).map_err(|e| RunError::BadInput(format!("{e}\n{}", e.hint())))?;
         let dir = valid
             .dir
             .canonicalize()

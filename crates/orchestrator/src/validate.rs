@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use wavecrew_core::{TaskAnalysis, TeamSession};
 
 /// The sections a role file must have (@93041402).
-pub const ROLE_SECTIONS: [&str; 4] = ["# Role:", "## Identity", "## Boundaries", "## Execution"];
+pub use wavecrew_core::role_file::ROLE_SECTIONS;
 
 /// A session that does not validate; the message is the seed's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -15,11 +15,30 @@ pub const ROLE_SECTIONS: [&str; 4] = ["# Role:", "## Identity", "## Boundaries",
 pub struct SessionInvalid {
     /// The seed's message, with the file and what is wrong.
     pub message: String,
+    /// The task file the session was written from, when it was (its
+    /// `team-session.json` says so): what to fix is there, not in ccw.
+    pub task_file: Option<PathBuf>,
+}
+
+impl SessionInvalid {
+    /// What to do about it: edit the task file the session came from, or
+    /// (a ccw session) regenerate it with team-coordinate.
+    pub fn hint(&self) -> String {
+        match &self.task_file {
+            Some(file) => format!(
+                "hint: the session was written from {}: fix it there and run `wavecrew run` \
+                 again",
+                file.display()
+            ),
+            None => "hint: re-run team-coordinate to regenerate the session".to_owned(),
+        }
+    }
 }
 
 fn invalid(message: impl Into<String>) -> SessionInvalid {
     SessionInvalid {
         message: message.into(),
+        task_file: None,
     }
 }
 
@@ -88,12 +107,24 @@ pub fn validate(dir: Option<&Path>) -> Result<ValidSession, SessionInvalid> {
         let Ok(text) = std::fs::read_to_string(&path) else {
             return Err(invalid(format!("Role file not found: {rel}")));
         };
-        for section in ROLE_SECTIONS {
-            if !text.lines().any(|l| l.trim_start().starts_with(section)) {
+        if let Some(section) = wavecrew_core::role_file::missing_section(&text) {
+            let Some(task_file) = session.task_file() else {
                 return Err(invalid(format!(
                     "Invalid role file: {rel} missing required section: {section}"
                 )));
-            }
+            };
+            // A role a task file defines: the task file is what to fix.
+            return Err(SessionInvalid {
+                message: format!(
+                    "{}: field `roles.{}.instructions`: the role file written from it, {rel}, \
+                     lacks the section `{section}` (give plain instructions, or a whole role \
+                     file with {})",
+                    task_file.display(),
+                    role.name.as_str(),
+                    ROLE_SECTIONS.join(", ")
+                ),
+                task_file: Some(task_file),
+            });
         }
     }
     Ok(ValidSession {

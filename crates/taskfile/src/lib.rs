@@ -421,6 +421,23 @@ impl Checker<'_> {
                     }
                 }
             };
+            if instructions.trim().is_empty() {
+                let (key, what) = if def.file.is_some() {
+                    ("file", "the file is empty")
+                } else {
+                    ("instructions", "empty")
+                };
+                self.problem(
+                    &span,
+                    field(key),
+                    format!(
+                        "{what}: the role `{}` needs instructions for its agent (what it does, \
+                         in plain words)",
+                        name.get_ref()
+                    ),
+                );
+                continue;
+            }
             let prefix = def.prefix.clone().unwrap_or_else(|| {
                 builtin.map_or_else(
                     || {
@@ -661,5 +678,43 @@ mod tests {
         assert_eq!(roles, ["developer", "writer"]);
         assert_eq!(p.tasks[2].executor(), Some("codex"));
         assert_eq!(p.tasks[0].blocks[0].as_str(), "IMPL-002");
+    }
+
+    #[test]
+    fn a_role_of_plain_instructions_gets_the_role_file_ccw_expects() {
+        let p = plan(
+            &format!(
+                "{HEAD}[roles.docs]\ninstructions = \"Write clear documentation.\"\n\
+                 [[tasks]]\ntitle = \"a\"\nrole = \"docs\"\n"
+            ),
+            Path::new("t.toml"),
+            Path::new("."),
+        )
+        .unwrap();
+        let docs = p.roles.iter().find(|r| r.name.as_str() == "docs").unwrap();
+        let file = docs.role_file();
+        assert_eq!(
+            wavecrew_core::role_file::missing_section(&file),
+            None,
+            "{file}"
+        );
+        assert!(file.starts_with("# Role: docs\n"), "{file}");
+        assert!(
+            file.contains("## Execution\nWrite clear documentation.\n"),
+            "{file}"
+        );
+    }
+
+    #[test]
+    fn a_role_with_empty_instructions_is_refused_with_its_field() {
+        let e = err(&format!(
+            "{HEAD}[roles.docs]\ninstructions = \"  \"\n[[tasks]]\ntitle = \"a\"\nrole = \"docs\"\n"
+        ));
+        assert!(
+            e.contains(
+                "field `roles.docs.instructions`: empty: the role `docs` needs instructions"
+            ),
+            "{e}"
+        );
     }
 }

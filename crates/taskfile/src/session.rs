@@ -32,6 +32,19 @@ pub struct PlannedRole {
     pub review: Option<crate::model::Review>,
 }
 
+impl PlannedRole {
+    /// The text of `roles/<name>.md`: a built-in role's file, a whole role
+    /// file given as it is, or plain instructions with ccw's sections
+    /// written around them.
+    pub fn role_file(&self) -> String {
+        wavecrew_core::role_file::written_around(
+            self.name.as_str(),
+            &self.responsibility,
+            &self.instructions,
+        )
+    }
+}
+
 /// A checked task file, ready to become a session.
 #[derive(Debug, Clone)]
 pub struct SessionPlan {
@@ -151,7 +164,10 @@ impl SessionPlan {
             completed_tasks: Vec::new(),
             created_at: Some(created_at.to_string()),
             completion_action: None,
-            extra: Map::new(),
+            extra: Map::from_iter([(
+                wavecrew_core::session::TASK_FILE_KEY.to_owned(),
+                json!(self.source.display().to_string()),
+            )]),
         }
     }
 
@@ -222,7 +238,7 @@ impl SessionPlan {
         for r in &self.roles {
             fsutil::write_atomic(
                 &at.join("roles").join(format!("{}.md", r.name)),
-                r.instructions.as_bytes(),
+                r.role_file().as_bytes(),
             )?;
         }
         let store = FileTaskStore::for_session(at);
