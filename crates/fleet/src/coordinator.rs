@@ -45,8 +45,7 @@ use wavecrew_engine_nats::{
     Engine, Mirror, NatsBus, NatsTaskStore, Objects, Registry, RepoChannel, SessionCard,
     SessionState, TicketPolicy, Tickets,
 };
-use wavecrew_isolation::{Integration, Landing, Verdict};
-use wavecrew_role_kit::workspace::Verify;
+use wavecrew_isolation::{Integration, Landing, Verify, Work};
 
 use crate::error::{FleetError, Result};
 use crate::kit::{AttemptPack, SessionKit};
@@ -684,35 +683,22 @@ impl Coordinator {
             .await?;
         let (integration, verify) = (self.integration.clone(), self.verify.clone());
         let (task_owned, label) = (task.to_owned(), format!("attempt {attempt} on {host}"));
-        let runtime = tokio::runtime::Handle::current();
         let landing = blocking(move || {
-            let mut check = |i: &Integration, candidate: &str| {
-                let Some(verify) = &verify else {
-                    return Ok(Verdict::Pass);
-                };
-                let wt = i.candidate_worktree(candidate, &verify.copy)?;
-                Ok(runtime.block_on(verify.run(&wt.path)))
+            let work = Work::Ref {
+                reference: &dest,
+                label: &label,
             };
-            integration.land_ref(&dest, &label, &task_owned, &mut check)
+            integration.land_work(work, &task_owned, verify.as_ref())
         })
         .await?;
-        let landed = match landing {
-            Landing::FastForward { commit } | Landing::Merged { commit } => Landed::Commit(commit),
+        let landed = match (&landing, landing.refusal()) {
             // A resumed coordinator: the landing was recorded before, but
             // the tip may not be published yet.
-            Landing::AlreadyMerged { commit } => Landed::Before(commit),
-            Landing::NothingToLand => Landed::Nothing,
-            Landing::Conflict { files, .. } => Landed::Refused {
-                kind: "merge_conflict",
-                error: format!("conflicts with landed work in {}", files.join(", ")),
-            },
-            Landing::Rejected { output, .. } => Landed::Refused {
-                kind: "merge_rejected",
-                error: format!(
-                    "[integration] verify failed on the merged result: {}",
-                    output.lines().last().unwrap_or_default()
-                ),
-            },
+            (Landing::AlreadyMerged { commit }, _) => Landed::Before(commit.clone()),
+            (_, Some((kind, error))) => Landed::Refused { kind, error },
+            _ => landing
+                .commit()
+                .map_or(Landed::Nothing, |c| Landed::Commit(c.to_owned())),
         };
         if matches!(landed, Landed::Commit(_) | Landed::Before(_)) {
             self.publish_integration().await?;

@@ -13,9 +13,66 @@ use crate::error::{IsolationError, Result};
 use crate::git::{self, git};
 use crate::integration::{Integration, LAND_LOCK, TRAILER};
 use crate::lock::lock;
-use crate::verify::Verdict;
+use crate::verify::{Verdict, Verify};
 use crate::worktree::{TASK_BRANCH_PREFIX, Worktree, canon};
 use wavecrew_sys::git::TreeStatus;
+
+/// What a landing lands: a task's worktree (its uncommitted work is
+/// committed on its branch first, with `message`), or a reference holding
+/// commits made elsewhere (an attempt that ran on another host, a branch a
+/// person approved), named `label` in the merge commit's subject.
+#[derive(Debug, Clone, Copy)]
+pub enum Work<'a> {
+    /// A task's worktree of this integration branch.
+    Worktree {
+        /// The worktree.
+        worktree: &'a Worktree,
+        /// The subject of the commit of its uncommitted work.
+        message: &'a str,
+    },
+    /// A full reference name (`refs/…`) holding the task's commits.
+    Ref {
+        /// The reference.
+        reference: &'a str,
+        /// What the merge commit calls the work.
+        label: &'a str,
+    },
+}
+
+impl Landing {
+    /// The commit that holds the task's work on the integration branch
+    /// (new, or an earlier landing's); `None` when nothing landed.
+    pub fn commit(&self) -> Option<&str> {
+        match self {
+            Landing::FastForward { commit }
+            | Landing::Merged { commit }
+            | Landing::AlreadyMerged { commit } => Some(commit),
+            _ => None,
+        }
+    }
+
+    /// Why nothing landed, when the queue refused the work: the bus
+    /// record's type (`merge_conflict`, `merge_rejected`) and one line
+    /// saying why.
+    pub fn refusal(&self) -> Option<(&'static str, String)> {
+        match self {
+            Landing::Conflict { files, .. } => Some((
+                "merge_conflict",
+                format!("conflicts with landed work in {}", files.join(", ")),
+            )),
+            Landing::Rejected {
+                command, output, ..
+            } => Some((
+                "merge_rejected",
+                format!(
+                    "the merged result failed `{command}` ([integration] verify): {}",
+                    output.lines().last().unwrap_or_default()
+                ),
+            )),
+            _ => None,
+        }
+    }
+}
 
 /// How many times a landing retries after losing the compare-and-swap.
 const MAX_TRIES: u32 = 50;
@@ -59,6 +116,9 @@ pub enum Landing {
     Rejected {
         /// The candidate that failed.
         commit: String,
+        /// The check's command line (`[integration] verify`), when the
+        /// landing was given one.
+        command: String,
         /// What the check said.
         output: String,
     },
@@ -292,6 +352,41 @@ impl Integration {
         Ok(files.into_iter().collect())
     }
 
+    /// The one landing entry point, for every role, a person's approval and
+    /// the coordinator over hosts: `work` through the merge queue, each
+    /// merge candidate checked with `verify` (`[integration] verify`) in a
+    /// worktree of it first; a failure lands nothing
+    /// ([`Landing::Rejected`], with the command).
+    pub fn land_work(
+        &self,
+        work: Work<'_>,
+        task: &str,
+        verify: Option<&Verify>,
+    ) -> Result<Landing> {
+        let log = self.state_dir.join("verify.log");
+        let mut check = |i: &Integration, candidate: &str| {
+            let Some(verify) = verify else {
+                return Ok(Verdict::Pass);
+            };
+            let wt = i.candidate_worktree(candidate, &verify.copy)?;
+            Ok(verify.run(&wt.path, &log))
+        };
+        let landing = match work {
+            Work::Worktree { worktree, message } => {
+                self.commit_and_land(worktree, task, message, &mut check)?
+            }
+            Work::Ref { reference, label } => self.land_ref(reference, label, task, &mut check)?,
+        };
+        Ok(match landing {
+            Landing::Rejected { commit, output, .. } => Landing::Rejected {
+                commit,
+                command: verify.map(Verify::display).unwrap_or_default(),
+                output,
+            },
+            other => other,
+        })
+    }
+
     /// The merge queue: land the worktree's branch on the integration
     /// branch, one landing at a time (an exclusive lock on
     /// `state_dir/land.lock`, across threads and processes).
@@ -397,6 +492,7 @@ impl Integration {
             if let Verdict::Fail(output) = check(self, &new)? {
                 return Ok(Landing::Rejected {
                     commit: new,
+                    command: String::new(),
                     output,
                 });
             }

@@ -126,9 +126,9 @@ pub use integration::{
     Applied, AppliedFiles, BRANCH_PREFIX, Integration, STATE_FILE, TRAILER, WORKTREES_SUFFIX,
     worktree_path, worktrees_dir,
 };
-pub use land::{Landing, Upstream};
+pub use land::{Landing, Upstream, Work};
 pub use pool::{POOL_MAX, SLOTS_DIR};
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Repo};
 pub use shadow::{SHADOW_BRANCH, SHADOW_DIR, shadow_worktree_path};
-pub use verify::Verdict;
+pub use verify::{Verdict, Verify};
 pub use worktree::{DETACHED_DIR, TASK_BRANCH_PREFIX, Worktree};

@@ -1,6 +1,6 @@
-//! The merge queue's check on the merged result: a worktree of a merge
-//! candidate (the integration tip with a task's work merged, not yet
-//! landed) where a verify command runs before the branch moves.
+//! The merge queue's check on the merged result: `[integration] verify`
+//! ([`Verify`]), run in a worktree of a merge candidate (the integration
+//! tip with a task's work merged, not yet landed) before the branch moves.
 
 use crate::error::Result;
 use crate::git::git;
@@ -19,6 +19,78 @@ pub enum Verdict {
     Pass,
     /// Do not land it; why (the command's output).
     Fail(String),
+}
+
+/// `[integration] verify`: the command every merge candidate must pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verify {
+    /// The command (argv; never through a shell).
+    pub argv: Vec<String>,
+    /// Its time limit; its whole process group is killed at the end of it.
+    pub timeout: std::time::Duration,
+    /// `[isolation] copy`: files the candidate's worktree needs too.
+    pub copy: Vec<String>,
+}
+
+/// The most of a failed verify's output a verdict carries (its end).
+const OUTPUT_TAIL: usize = 64 * 1024;
+
+impl Verify {
+    /// The command line, for messages (quoted where a word needs it).
+    pub fn display(&self) -> String {
+        self.argv
+            .iter()
+            .map(|w| {
+                if !w.is_empty()
+                    && w.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+                {
+                    w.clone()
+                } else {
+                    format!("'{}'", w.replace('\'', "'\\''"))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    /// Run it in `dir` to its end or its limit (blocking), its output in
+    /// `log` (replaced): pass when it exits 0; otherwise fail with how it
+    /// ended and the end of its output.
+    pub fn run(&self, dir: &std::path::Path, log: &std::path::Path) -> Verdict {
+        let Some((program, args)) = self.argv.split_first() else {
+            return Verdict::Pass;
+        };
+        let _ = std::fs::remove_file(log);
+        let ended = wavecrew_sys::process::run_to_log(
+            std::path::Path::new(program),
+            args,
+            dir,
+            log,
+            self.timeout,
+        );
+        let how = match ended {
+            Ok(wavecrew_sys::process::LoggedEnd::Exited(Some(0))) => return Verdict::Pass,
+            Ok(wavecrew_sys::process::LoggedEnd::Exited(Some(code))) => {
+                format!("exited with {code}")
+            }
+            Ok(wavecrew_sys::process::LoggedEnd::Exited(None)) => "was killed by a signal".into(),
+            Ok(wavecrew_sys::process::LoggedEnd::TimedOut) => {
+                format!("timed out after {} s", self.timeout.as_secs())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                format!("`{program}` was not found")
+            }
+            Err(e) => format!("could not start: {e}"),
+        };
+        let output = std::fs::read(log).unwrap_or_default();
+        let tail = &output[output.len().saturating_sub(OUTPUT_TAIL)..];
+        Verdict::Fail(format!(
+            "`{}` {how}\n{}",
+            self.display(),
+            String::from_utf8_lossy(tail).trim_end()
+        ))
+    }
 }
 
 impl Integration {

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use wavecrew_core::bus::MessageBus;
 use wavecrew_core::{Control, ReviewDecision, Task, TaskId, TaskStatus};
-use wavecrew_isolation::{Integration, Landing, Repo, Verdict};
+use wavecrew_isolation::{Integration, Landing, Repo, Work};
 use wavecrew_scheduler::RunOutcome;
 use wavecrew_sys::process::blocking;
 
@@ -120,7 +120,6 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
         let landed = {
             let (dir, id, branch) = (dir.clone(), id.clone(), branch.clone());
             let verify = self.verify.clone();
-            let runtime = tokio::runtime::Handle::current();
             blocking(move || -> Result<(Landing, String), String> {
                 let repo = match Repo::open(&dir).map_err(|e| e.to_string())? {
                     Some(r) => r,
@@ -131,21 +130,14 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 let integration = Integration::resume(&repo, &dir)
                     .map_err(|e| e.to_string())?
                     .ok_or_else(|| format!("{}: no integration branch", dir.display()))?;
+                // `[integration] verify` on the merge candidate, as for
+                // every landing.
+                let work = Work::Ref {
+                    reference: &format!("refs/heads/{branch}"),
+                    label: &branch,
+                };
                 let landing = integration
-                    .land_ref(
-                        &format!("refs/heads/{branch}"),
-                        &branch,
-                        id.as_str(),
-                        // `[integration] verify` on the merge candidate,
-                        // as for every landing.
-                        &mut |i: &Integration, candidate: &str| {
-                            let Some(verify) = &verify else {
-                                return Ok(Verdict::Pass);
-                            };
-                            let wt = i.candidate_worktree(candidate, &verify.copy)?;
-                            Ok(runtime.block_on(verify.run(&wt.path)))
-                        },
-                    )
+                    .land_work(work, id.as_str(), verify.as_ref())
                     .map_err(|e| e.to_string())?;
                 Ok((landing, integration.branch().to_owned()))
             })
@@ -169,45 +161,43 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
         data.insert("branch".into(), json!(branch));
         data.insert("base".into(), json!(result_str(task, "base")));
         data.insert("integration_branch".into(), json!(integration_branch));
-        let commit = match landing {
-            Landing::FastForward { commit }
-            | Landing::Merged { commit }
-            | Landing::AlreadyMerged { commit } => Some(commit),
-            Landing::NothingToLand => None,
-            Landing::Conflict { files, .. } => {
-                data.insert("files".into(), json!(files));
-                data.insert("revision".into(), json!(false));
-                self.record(
-                    "merge_conflict",
+        if let Landing::Conflict { files, .. } = &landing {
+            data.insert("files".into(), json!(files));
+            data.insert("revision".into(), json!(false));
+            self.record(
+                "merge_conflict",
+                &format!(
+                    "{} (approved) conflicts with landed work in {}",
+                    id.as_str(),
+                    files.join(", ")
+                ),
+                data,
+            );
+            return self
+                .end_review(
+                    &id,
+                    TaskStatus::Blocked,
+                    json!({"error": format!("the approved work conflicts with landed work in {}", files.join(", ")), "conflict": {"files": files}}),
+                    "task_blocked",
+                    &format!("{} blocked: its approved work conflicts with landed work", id.as_str()),
+                )
+                .await;
+        }
+        if let Some((_, why)) = landing.refusal() {
+            return self
+                .end_review(
+                    &id,
+                    TaskStatus::Blocked,
+                    json!({"error": why}),
+                    "task_blocked",
                     &format!(
-                        "{} (approved) conflicts with landed work in {}",
-                        id.as_str(),
-                        files.join(", ")
+                        "{} blocked: its merged result failed its check",
+                        id.as_str()
                     ),
-                    data,
-                );
-                return self
-                    .end_review(
-                        &id,
-                        TaskStatus::Blocked,
-                        json!({"error": format!("the approved work conflicts with landed work in {}", files.join(", ")), "conflict": {"files": files}}),
-                        "task_blocked",
-                        &format!("{} blocked: its approved work conflicts with landed work", id.as_str()),
-                    )
-                    .await;
-            }
-            Landing::Rejected { output, .. } => {
-                return self
-                    .end_review(
-                        &id,
-                        TaskStatus::Blocked,
-                        json!({"error": format!("the merged result failed its check: {}", output.lines().last().unwrap_or_default())}),
-                        "task_blocked",
-                        &format!("{} blocked: its merged result failed its check", id.as_str()),
-                    )
-                    .await;
-            }
-        };
+                )
+                .await;
+        }
+        let commit = landing.commit().map(str::to_owned);
         if let Some(c) = &commit {
             data.insert("merge_commit".into(), json!(c));
             let short = c.get(..10).unwrap_or(c);

@@ -528,7 +528,7 @@ impl<B: MessageBus + 'static> Team<B> {
             remote: self.options.remote.clone(),
             evidence: self.evidence(),
             trust_task_files: self.options.config.isolation.trust_task_files,
-            verify: wavecrew_role_kit::Verify::of_config(&self.options.config),
+            verify: wavecrew_role_kit::workspace::verify_of(&self.options.config),
         });
         loop {
             let dag = Dag::build(self.nodes(&tasks, &measured), &BuildOptions::default()).map_err(

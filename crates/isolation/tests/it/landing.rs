@@ -396,3 +396,59 @@ fn an_agents_own_branch_lands_when_it_descends_from_the_task_branch() {
     );
     p.assert_sound();
 }
+
+/// The one landing entry point: a worktree's uncommitted work is committed
+/// and landed once its merge candidate passes `[integration] verify`; a
+/// candidate that fails it (or whose command is missing) lands nothing,
+/// and the refusal names the command and the end of its output.
+#[test]
+fn land_work_checks_each_candidate_with_verify() {
+    use wavecrew_isolation::{Verify, Work};
+    let p = Project::new();
+    let s = p.start("S-verify");
+    let verify = |argv: &[&str]| Verify {
+        argv: argv.iter().map(|a| (*a).to_owned()).collect(),
+        timeout: std::time::Duration::from_secs(30),
+        copy: Vec::new(),
+    };
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    write(&wt.path, "bad.txt", "bad\n");
+    let refuse = verify(&[
+        "sh",
+        "-c",
+        "echo checking; test ! -f bad.txt || { echo 'bad.txt is there' >&2; exit 3; }",
+    ]);
+    let work = Work::Worktree {
+        worktree: &wt,
+        message: "write bad.txt",
+    };
+    let tip = s.tip().unwrap();
+    let landing = s.land_work(work, "IMPL-001", Some(&refuse)).unwrap();
+    let Landing::Rejected {
+        command, output, ..
+    } = &landing
+    else {
+        panic!("{landing:?}");
+    };
+    assert_eq!(command, &refuse.display());
+    assert!(output.contains("exited with 3"), "{output}");
+    assert!(output.ends_with("bad.txt is there"), "{output}");
+    let (kind, why) = landing.refusal().unwrap();
+    assert_eq!(kind, "merge_rejected");
+    assert!(why.ends_with("bad.txt is there"), "{why}");
+    assert_eq!(s.tip().unwrap(), tip, "nothing landed");
+
+    let missing = verify(&["no-such-verify-command-anywhere"]);
+    let landing = s.land_work(work, "IMPL-001", Some(&missing)).unwrap();
+    let Landing::Rejected { output, .. } = &landing else {
+        panic!("{landing:?}");
+    };
+    assert!(output.contains("was not found"), "{output}");
+
+    let pass = verify(&["test", "-f", "bad.txt"]);
+    let landing = s.land_work(work, "IMPL-001", Some(&pass)).unwrap();
+    let commit = landing.commit().unwrap().to_owned();
+    assert!(landing.refusal().is_none());
+    assert_eq!(s.tip().unwrap(), commit);
+    p.assert_sound();
+}

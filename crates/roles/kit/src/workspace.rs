@@ -21,7 +21,8 @@ use wavecrew_core::bus::NewMessage;
 use wavecrew_backends::config::IsolationMode;
 use wavecrew_core::role::PhaseError;
 use wavecrew_core::{Task, TaskStatus};
-use wavecrew_isolation::{Integration, Landing, Repo, Upstream, Verdict, Worktree};
+pub use wavecrew_isolation::Verify;
+use wavecrew_isolation::{Integration, Landing, Repo, Upstream, Work, Worktree};
 
 use crate::context::RoleContext;
 use crate::report::ReportBuilder;
@@ -69,6 +70,42 @@ pub enum Landed {
         /// What it said.
         output: String,
     },
+}
+
+impl From<Landing> for Landed {
+    /// What the merge queue did, as a role sees it.
+    fn from(landing: Landing) -> Self {
+        match landing {
+            Landing::FastForward { commit }
+            | Landing::Merged { commit }
+            | Landing::AlreadyMerged { commit } => Landed::Commit(commit),
+            Landing::NothingToLand => Landed::Nothing,
+            Landing::Conflict {
+                files,
+                messages,
+                upstream,
+            } => Landed::Conflict {
+                files,
+                messages,
+                upstream,
+            },
+            Landing::Rejected {
+                command, output, ..
+            } => Landed::Rejected { command, output },
+        }
+    }
+}
+
+/// `[integration] verify` of `config`, ready to run on merge candidates,
+/// when it names a command.
+pub fn verify_of(config: &wavecrew_backends::config::Config) -> Option<Verify> {
+    let integration = &config.integration;
+    let argv = integration.verify.as_ref()?.argv().ok()?;
+    Some(Verify {
+        argv,
+        timeout: std::time::Duration::from_secs(integration.verify_timeout_secs),
+        copy: config.isolation.copy.clone(),
+    })
 }
 
 impl Landed {
@@ -574,8 +611,9 @@ impl Workspace {
     }
 
     /// Commit the task's work on its branch and land it through the merge
-    /// queue; with `verify` (`[integration] verify`), each merge candidate
-    /// is checked first, in a worktree of it, and a failure lands nothing.
+    /// queue ([`Integration::land_work`]); with `verify` (`[integration]
+    /// verify`), each merge candidate is checked first, in a worktree of
+    /// it, and a failure lands nothing.
     pub async fn land(
         &self,
         task: &Task,
@@ -595,35 +633,15 @@ impl Workspace {
             message.to_owned(),
             verify.cloned(),
         );
-        let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
-            let command = verify.as_ref().map(Verify::display).unwrap_or_default();
-            let mut check = |i: &Integration, candidate: &str| {
-                let Some(verify) = &verify else {
-                    return Ok(Verdict::Pass);
-                };
-                let wt = i.candidate_worktree(candidate, &verify.copy)?;
-                Ok(runtime.block_on(verify.run(&wt.path)))
+            let work = Work::Worktree {
+                worktree: &worktree,
+                message: &message,
             };
-            let landing = integration
-                .commit_and_land(&worktree, &id, &message, &mut check)
-                .map_err(|e| phase("committing and landing the task's work", e))?;
-            Ok(match landing {
-                Landing::FastForward { commit }
-                | Landing::Merged { commit }
-                | Landing::AlreadyMerged { commit } => Landed::Commit(commit),
-                Landing::NothingToLand => Landed::Nothing,
-                Landing::Conflict {
-                    files,
-                    messages,
-                    upstream,
-                } => Landed::Conflict {
-                    files,
-                    messages,
-                    upstream,
-                },
-                Landing::Rejected { output, .. } => Landed::Rejected { command, output },
-            })
+            integration
+                .land_work(work, &id, verify.as_ref())
+                .map(Landed::from)
+                .map_err(|e| phase("committing and landing the task's work", e))
         })
         .await
         .map_err(|e| phase("the merge queue", e))?
@@ -731,81 +749,6 @@ impl RoleContext {
     }
 }
 
-/// `[integration] verify`, ready to run on merge candidates.
-#[derive(Debug, Clone)]
-pub struct Verify {
-    /// The command.
-    pub argv: Vec<String>,
-    /// Its time limit.
-    pub timeout: std::time::Duration,
-    /// `[isolation] copy`: files the candidate's worktree needs too.
-    pub copy: Vec<String>,
-}
-
-impl Verify {
-    /// `[integration] verify` of `config`, when it names a command.
-    pub fn of_config(config: &wavecrew_backends::config::Config) -> Option<Verify> {
-        let integration = &config.integration;
-        let argv = integration.verify.as_ref()?.argv().ok()?;
-        Some(Verify {
-            argv,
-            timeout: std::time::Duration::from_secs(integration.verify_timeout_secs),
-            copy: config.isolation.copy.clone(),
-        })
-    }
-
-    /// The command line, for messages.
-    pub fn display(&self) -> String {
-        shell_quote(&self.argv)
-    }
-
-    /// Run it in `dir`: pass when it exits 0; otherwise fail with how it
-    /// ended and its output.
-    pub async fn run(&self, dir: &Path) -> Verdict {
-        let Some((program, args)) = self.argv.split_first() else {
-            return Verdict::Pass;
-        };
-        let cmd = wavecrew_validation::process::Cmd::new(program, args, dir).timeout(self.timeout);
-        let out = wavecrew_validation::process::run(&cmd).await;
-        if out.success() {
-            return Verdict::Pass;
-        }
-        let how = match &out.ended {
-            wavecrew_validation::process::Ended::TimedOut => {
-                format!("timed out after {} s", self.timeout.as_secs())
-            }
-            wavecrew_validation::process::Ended::NotFound => format!("`{program}` was not found"),
-            wavecrew_validation::process::Ended::SpawnFailed { message } => message.clone(),
-            wavecrew_validation::process::Ended::Exited { code, signal } => match (code, signal) {
-                (Some(c), _) => format!("exited with {c}"),
-                (_, Some(s)) => format!("was killed by signal {s}"),
-                _ => "failed".into(),
-            },
-        };
-        Verdict::Fail(format!(
-            "`{}` {how}\n{}",
-            self.display(),
-            out.combined().trim_end()
-        ))
-    }
-}
-
-fn shell_quote(argv: &[String]) -> String {
-    argv.iter()
-        .map(|w| {
-            if !w.is_empty()
-                && w.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
-            {
-                w.clone()
-            } else {
-                format!("'{}'", w.replace('\'', "'\\''"))
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 impl RoleContext {
     /// The syntax checks' options for `changed_files`, with the limit of
     /// `[limits] syntax_check_secs`.
@@ -824,7 +767,7 @@ impl RoleContext {
 
     /// `[integration] verify` of the session's configuration, when set.
     pub fn verify(&self) -> Option<Verify> {
-        Verify::of_config(&self.config)
+        verify_of(&self.config)
     }
 }
 
