@@ -14,6 +14,7 @@ mod crash;
 mod docs;
 mod engine;
 mod executor;
+mod gate;
 pub(crate) mod hosts;
 mod install;
 mod isolation;

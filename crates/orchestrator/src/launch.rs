@@ -1,10 +1,9 @@
 //! Which worker takes a task, and starting it.
 //!
 //! A task's role is its owner, else the session role whose prefix it
-//! carries. Built-in roles have their own binaries (`IMPL` →
-//! `wavecrew-executor`, `TESTRUN` → `wavecrew-testrun`, `EXEC` of a `PEX-`
-//! or `RD-` session → `wavecrew-planex` / `wavecrew-roadmap`); a role known
-//! only by its `roles/<name>.md` runs as `wavecrew-team worker --role`.
+//! carries. Built-in roles have their own binaries (the kit's table,
+//! [`wavecrew_role_kit::builtin`]); a role known only by its
+//! `roles/<name>.md` runs as `wavecrew-team worker --role`.
 //! Every worker is started with argv (never a shell), its output in
 //! `workers/<ID>.log`.
 
@@ -83,13 +82,8 @@ impl Launcher {
         let (role, prefix) = self.role_of(task)?;
         let bin = self.bin_dir.as_deref();
         let session_id = self.session_id.as_str();
-        let builtin = match prefix.as_str() {
-            "IMPL" => Some("wavecrew-executor"),
-            "TESTRUN" => Some("wavecrew-testrun"),
-            "EXEC" if session_id.starts_with("PEX-") => Some("wavecrew-planex"),
-            "EXEC" if session_id.starts_with("RD-") => Some("wavecrew-roadmap"),
-            _ => None,
-        };
+        let builtin =
+            wavecrew_role_kit::builtin::builtin_role(Some(&prefix), session_id).map(|r| r.binary);
         let worker = WorkerCommand {
             task: Some(task.id.as_str().into()),
             backend: self.backend.clone(),

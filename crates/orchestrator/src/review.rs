@@ -183,12 +183,12 @@ impl<B: MessageBus + 'static> WorkerRunner<B> {
                 )
                 .await;
         }
-        if let Some((_, why)) = landing.refusal() {
+        if let Landing::Rejected { output, .. } = &landing {
             return self
                 .end_review(
                     &id,
                     TaskStatus::Blocked,
-                    json!({"error": why}),
+                    json!({"error": format!("the merged result failed its check: {}", output.lines().last().unwrap_or_default())}),
                     "task_blocked",
                     &format!(
                         "{} blocked: its merged result failed its check",

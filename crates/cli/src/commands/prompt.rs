@@ -52,18 +52,6 @@ fn find_task(session: &RoleSession, id: &TaskId) -> Result<Task, CliError> {
         })
 }
 
-/// The built-in role of a task, from its prefix and the session's id, as
-/// `wavecrew run` picks its worker.
-fn builtin(prefix: Option<&str>, session_name: &str) -> Option<&'static str> {
-    match prefix? {
-        "IMPL" => Some("executor"),
-        "TESTRUN" => Some("testrun"),
-        "EXEC" if session_name.starts_with("PEX-") => Some("planex"),
-        "EXEC" if session_name.starts_with("RD-") => Some("roadmap"),
-        _ => None,
-    }
-}
-
 /// Run `wavecrew prompt`.
 pub fn run(args: &PromptArgs, config: Option<&std::path::Path>) -> CmdResult {
     // A team session (team-session.json) names its roles; a planex or
@@ -108,7 +96,8 @@ pub fn run(args: &PromptArgs, config: Option<&std::path::Path>) -> CmdResult {
     let prefix = role
         .as_ref()
         .map_or(task.id.prefix(), |(_, p)| Some(p.as_str()));
-    let preview: Box<dyn PromptPreview> = match builtin(prefix, &session_name) {
+    let builtin = wavecrew_role_kit::builtin::builtin_role(prefix, &session_name).map(|r| r.name);
+    let preview: Box<dyn PromptPreview> = match builtin {
         Some("executor") => Box::new(wavecrew_role_executor::Executor::new(ctx)),
         Some("planex") => Box::new(wavecrew_role_planex::PlanexRole::new(ctx)),
         Some("testrun") => {

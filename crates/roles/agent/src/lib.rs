@@ -4,9 +4,11 @@
 //! with the role as their producer; what it says it learned goes to
 //! `wisdom/<role>.md`.
 //!
-//! In an isolated session a writing role works in its own worktree and its
-//! work lands through the merge queue (one revision after a conflict, as
-//! for the executor); a read-only role (`responsibility_type` "read-only
+//! A writing role's work goes through the role kit's finish phase, as
+//! every writing role's does: the lane (protected paths, links out of the
+//! repository, declared files), the tests compared with the base, the
+//! review gate, and in an isolated session the merge queue with
+//! `[integration] verify` and one revision on a miss. A read-only role (`responsibility_type` "read-only
 //! (analysis)") looks at a detached worktree of the integration tip, which
 //! holds every landed dependency's work, and lands nothing.
 
@@ -16,7 +18,9 @@ use serde_json::{Value, json};
 use wavecrew_backends::attempts::TaskRun;
 use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, Task};
-use wavecrew_role_kit::{Attempt, Landed, ReportBuilder, RoleContext, Workspace, backend_used};
+use wavecrew_role_kit::{
+    Attempt, Checked, Finish, Gate, Landed, ReportBuilder, RoleContext, Workspace, backend_used,
+};
 
 /// The generic agent role.
 #[derive(Debug)]
@@ -189,105 +193,135 @@ impl Role for AgentRole {
         }
     }
 
-    /// The deliverables, then (isolated, writing) the merge queue: a
-    /// conflict or a failed `[integration] verify` gets one revision in a
-    /// worktree of the new tip; a second leaves the task `blocked` (failed).
+    /// A read-only role's deliverables; a writing role's work through the
+    /// role kit's finish phase (the lane, the tests against the base, the
+    /// review gate, the merge queue with one revision), like every
+    /// writing role's.
     async fn validate(&self, task: &Task, work: &AgentWork) -> Report {
-        wavecrew_role_kit::land_with_one_revision(self, task, work).await
+        if self.read_only {
+            return self.read_only_report(task, work);
+        }
+        wavecrew_role_kit::finish(self, task, work).await
     }
 }
 
-#[async_trait::async_trait]
-impl wavecrew_role_kit::RevisedLanding for AgentRole {
-    type Work = AgentWork;
-
-    fn landing_role(&self) -> &str {
-        &self.name
-    }
-
-    fn landing_ctx(&self) -> &RoleContext {
-        &self.ctx
-    }
-
-    fn workspace_of<'w>(&self, work: &'w AgentWork) -> Option<&'w Workspace> {
-        Some(&work.workspace)
-    }
-
-    /// Phase 4 on `work`: the report, after landing a writing role's work.
-    /// `Err` is a landing that did not land; `conflicts` are the earlier
-    /// ones, recorded on the report.
-    async fn check_and_land(
-        &self,
-        task: &Task,
-        work: &AgentWork,
-        conflicts: &[Value],
-    ) -> Result<Report, Landed> {
-        let session_dir = &self.ctx.session_dir;
-        let after = list_files(&wavecrew_core::SessionLayout::new(session_dir).artifacts());
-        let artifacts: Vec<String> = after
+impl AgentRole {
+    /// The deliverables `work` wrote under `artifacts/`.
+    fn new_artifacts(&self, work: &AgentWork) -> Vec<String> {
+        let after =
+            list_files(&wavecrew_core::SessionLayout::new(&self.ctx.session_dir).artifacts());
+        after
             .into_iter()
             .filter(|a| !work.artifacts_before.contains(a))
-            .collect();
-        let run = work.run.as_ref();
-        let touched = run.map(TaskRun::files_changed).unwrap_or_default();
-        let mut report = ReportBuilder::completed("task_complete", task)
-            .field("status", "success")
-            .field("artifacts", &artifacts);
-        if self.read_only {
-            // Nothing of a read-only role lands: what it changed in its
-            // detached worktree goes with the worktree.
-            report.insert("files_modified", &touched);
-            if work.workspace.branch().is_some() && !touched.is_empty() {
-                report.insert("discarded", &touched);
-            }
-            work.workspace.finish(true);
-        } else {
-            let files = match work.workspace.changed_files() {
-                Ok(Some(files)) => files,
-                Ok(None) => touched,
-                Err(e) => return Ok(ReportBuilder::phase_failed("task_failed", task, &e).build()),
-            };
-            let message = format!("{}: {}", task.id.as_str(), task.title());
-            let verify = self.ctx.verify();
-            let landed = match work.workspace.land(task, &message, verify.as_ref()).await {
-                Ok(landed) => landed,
-                Err(e) => return Ok(ReportBuilder::phase_failed("task_failed", task, &e).build()),
-            };
-            if matches!(landed, Landed::Conflict { .. } | Landed::Rejected { .. }) {
-                return Err(landed);
-            }
-            self.ctx
-                .record_landing(&self.name, task, &work.workspace, &landed, false);
-            work.workspace.finish(true);
-            report.insert("files_modified", &files);
-            if let Some((branch, base)) = work.workspace.branch() {
-                report.insert("branch", branch);
-                report.insert("base", base);
-                if let Landed::Commit(commit) = &landed {
-                    report.insert("merge_commit", commit);
-                }
-            }
-        }
-        if !conflicts.is_empty() {
-            report.insert("conflicts", conflicts);
-        }
-        // What the agent learned is wisdom once its work counts.
-        let message = run
+            .collect()
+    }
+
+    /// What the agent learned is wisdom once its work counts.
+    fn keep_wisdom(&self, task: &Task, work: &AgentWork) {
+        let message = work
+            .run
+            .as_ref()
             .and_then(TaskRun::last)
             .and_then(|o| o.final_message.clone())
             .unwrap_or_default();
         if !message.is_empty() {
-            let _ =
-                wavecrew_core::wisdom::append_wisdom(session_dir, &self.name, &task.id, &message);
+            let _ = wavecrew_core::wisdom::append_wisdom(
+                &self.ctx.session_dir,
+                &self.name,
+                &task.id,
+                &message,
+            );
         }
-        Ok(report
+    }
+
+    /// A read-only role's report: its deliverables; nothing lands, and
+    /// what it changed in its detached worktree goes with the worktree.
+    fn read_only_report(&self, task: &Task, work: &AgentWork) -> Report {
+        let artifacts = self.new_artifacts(work);
+        let run = work.run.as_ref();
+        let touched = run.map(TaskRun::files_changed).unwrap_or_default();
+        let mut report = ReportBuilder::completed("task_complete", task)
+            .field("status", "success")
+            .field("artifacts", &artifacts)
+            .field("files_modified", &touched);
+        if work.workspace.branch().is_some() && !touched.is_empty() {
+            report.insert("discarded", &touched);
+        }
+        work.workspace.finish(true);
+        self.keep_wisdom(task, work);
+        report
             .field("execution_backend", backend_used(run, &work.backend))
             .summary(format!(
                 "{} complete: {} artifact(s)",
                 task.id.as_str(),
                 artifacts.len()
             ))
-            .build())
+            .build()
+    }
+}
+
+#[async_trait::async_trait]
+impl Finish for AgentRole {
+    type Work = AgentWork;
+    /// The deliverables it wrote under `artifacts/`.
+    type Evidence = Vec<String>;
+
+    fn finish_role(&self) -> &str {
+        &self.name
+    }
+
+    fn finish_ctx(&self) -> &RoleContext {
+        &self.ctx
+    }
+
+    fn workspace<'w>(&self, work: &'w AgentWork) -> &'w Workspace {
+        &work.workspace
+    }
+
+    fn files_in_place(&self, work: &AgentWork) -> Vec<String> {
+        work.run
+            .as_ref()
+            .map(TaskRun::files_changed)
+            .unwrap_or_default()
+    }
+
+    fn commit_message(&self, task: &Task, _work: &AgentWork) -> String {
+        format!("{}: {}", task.id.as_str(), task.title())
+    }
+
+    /// A role known only by its instructions has no checks of its own:
+    /// its deliverables are listed.
+    async fn check(
+        &self,
+        _task: &Task,
+        work: &AgentWork,
+        _files: &[String],
+        _lane_failed: bool,
+    ) -> Result<Checked<Vec<String>>, PhaseError> {
+        Ok(Checked::passed(self.new_artifacts(work)))
+    }
+
+    async fn completed(
+        &self,
+        task: &Task,
+        work: &AgentWork,
+        gate: &Gate<'_, Vec<String>>,
+    ) -> ReportBuilder {
+        self.keep_wisdom(task, work);
+        let artifacts = &gate.checked.evidence;
+        ReportBuilder::completed("task_complete", task)
+            .field("status", "success")
+            .field("artifacts", artifacts)
+            .field("files_modified", gate.files)
+            .field(
+                "execution_backend",
+                backend_used(work.run.as_ref(), &work.backend),
+            )
+            .summary(format!(
+                "{} complete: {} artifact(s)",
+                task.id.as_str(),
+                artifacts.len()
+            ))
     }
 
     /// A revision after `unlanded`: a worktree of the new integration tip

@@ -9,10 +9,11 @@
 //!   backend, with retries (the error in the prompt, at most 3) and the
 //!   fallback chain; the result counts once the process has finished, with
 //!   the files it really changed;
-//! * phase 4 ([`Role::validate`]): syntax, acceptance criteria and affected
-//!   tests through `wavecrew-validation`, an optional review through a
-//!   review-mode attempt, then `task_complete` / `task_failed` with the
-//!   seed's fields plus the evidence.
+//! * phase 4 ([`Role::validate`]): the role kit's finish phase, with the
+//!   executor's own checks ([`Finish::check`]): syntax, acceptance criteria
+//!   and affected tests through `wavecrew-validation`, an optional review
+//!   through a review-mode attempt; then `task_complete` / `task_failed`
+//!   with the seed's fields plus the evidence.
 //!
 //! ```
 //! use wavecrew_role_executor::is_critical;
@@ -31,7 +32,9 @@ use wavecrew_backends::attempts::{AttemptEvent, TaskRun};
 use wavecrew_backends::routing::Decision;
 use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, NewMessage, Plan, Task, TaskStatus};
-use wavecrew_role_kit::{Attempt, ReportBuilder, Review, RoleContext, backend_used, derived_id};
+use wavecrew_role_kit::{
+    Attempt, Checked, Finish, Gate, ReportBuilder, Review, RoleContext, backend_used, derived_id,
+};
 use wavecrew_validation::{
     AcceptanceOptions, CheckStatus, SyntaxReport, affected_tests, check_acceptance, check_syntax,
 };
@@ -434,10 +437,245 @@ impl Role for Executor {
         if let Some(commit) = &work.landed {
             return self.completed_from_landing(task, commit);
         }
-        wavecrew_role_kit::land_with_one_revision(self, task, work).await
+        wavecrew_role_kit::finish(self, task, work).await
+    }
+}
+
+/// What the executor's own checks found: phase 4's evidence.
+#[derive(Debug)]
+pub struct ExecEvidence {
+    syntax: SyntaxReport,
+    acceptance: wavecrew_validation::AcceptanceReport,
+    tests: Vec<wavecrew_validation::AffectedTest>,
+    review_status: &'static str,
+    final_text: String,
+}
+
+impl ExecEvidence {
+    fn syntax_word(&self) -> &'static str {
+        match self.syntax.status {
+            CheckStatus::Pass => "pass",
+            CheckStatus::Skipped => "skipped",
+            CheckStatus::TimedOut => "inconclusive",
+            _ => "fail",
+        }
     }
 
-    fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
+    fn acceptance_word(&self) -> &'static str {
+        match self.acceptance.status {
+            CheckStatus::Pass => "pass",
+            CheckStatus::Fail | CheckStatus::TimedOut => "fail",
+            _ => "manual_review",
+        }
+    }
+
+    fn validation_results(&self) -> Value {
+        json!({"syntax": self.syntax_word(), "acceptance": self.acceptance_word(),
+               "tests_found": self.tests.len(), "code_review": self.review_status})
+    }
+}
+
+impl Executor {
+    /// Seed 000's evidence record of `work` as the gate found it.
+    fn evidence(work: &ExecWork, gate: &Gate<'_, ExecEvidence>) -> Value {
+        let run = work.run.as_ref();
+        let e = &gate.checked.evidence;
+        json!({
+            "syntax": e.syntax,
+            "acceptance": e.acceptance,
+            "affected_tests": e.tests.iter().map(|t| json!({"source": t.source, "test": t.test})).collect::<Vec<_>>(),
+            "attempts": run.map(|r| r.attempts.iter().map(|a| json!({
+                "attempt": a.attempt, "backend": a.outcome.backend, "outcome": a.outcome.outcome.name(),
+                "duration_ms": a.outcome.duration_ms, "session_id": a.outcome.session_id,
+            })).collect::<Vec<_>>()),
+            "backend_switches": run.map(|r| r.switches.clone()),
+            "backend_decision": work.decision,
+            "code_review_decision": work.review.1,
+            "plan_path": work.plan_path,
+            "base_tests": gate.base_tests,
+        })
+    }
+}
+
+#[async_trait::async_trait]
+impl Finish for Executor {
+    type Work = ExecWork;
+    type Evidence = ExecEvidence;
+
+    fn finish_role(&self) -> &'static str {
+        "executor"
+    }
+
+    fn finish_ctx(&self) -> &RoleContext {
+        &self.ctx
+    }
+
+    fn workspace<'w>(&self, work: &'w ExecWork) -> &'w wavecrew_role_kit::Workspace {
+        &work.workspace
+    }
+
+    fn files_in_place(&self, work: &ExecWork) -> Vec<String> {
+        work.run
+            .as_ref()
+            .map(TaskRun::files_changed)
+            .unwrap_or_default()
+    }
+
+    /// What phase 3 found changed (nothing touched the tree since), or
+    /// read now.
+    fn changed_files(&self, work: &ExecWork) -> Result<Vec<String>, PhaseError> {
+        match &work.syntax {
+            Some((files, _)) => Ok(files.clone()),
+            None => changed_files(work, None),
+        }
+    }
+
+    fn commit_message(&self, task: &Task, _work: &ExecWork) -> String {
+        commit_message(task)
+    }
+
+    /// Seed 000's phase 4: syntax (the tree phase 3 checked), acceptance
+    /// criteria, affected tests, and a code review when it is on.
+    async fn check(
+        &self,
+        task: &Task,
+        work: &ExecWork,
+        files: &[String],
+        _lane_failed: bool,
+    ) -> Result<Checked<ExecEvidence>, PhaseError> {
+        let syntax = match &work.syntax {
+            Some((_, syntax)) => syntax.clone(),
+            None => check_syntax(&work.cwd, &self.ctx.syntax_options(files.to_vec())).await,
+        };
+        // A check that ran out of time says nothing of the code: it is an
+        // environment problem, reported, and never the agent's failure.
+        let inconclusive = syntax.inconclusive(self.ctx.syntax_limit());
+        let final_text = work
+            .run
+            .as_ref()
+            .and_then(TaskRun::last)
+            .and_then(|o| o.final_message.clone())
+            .unwrap_or_default();
+        let acceptance = check_acceptance(
+            &task.acceptance_criteria(),
+            &work.cwd,
+            &AcceptanceOptions {
+                implementation_text: final_text.clone(),
+                ..AcceptanceOptions::default()
+            },
+        )
+        .await;
+        let tests = affected_tests(&work.cwd, files);
+        let review_status = if work.review.0 {
+            let review = self
+                .ctx
+                .review(&Review {
+                    task,
+                    id: derived_id(&task.id, "review")?,
+                    backend: &work.decision.backend,
+                    cwd: &work.cwd,
+                    criteria: task
+                        .acceptance_criteria()
+                        .into_iter()
+                        .map(|c| c.text)
+                        .collect(),
+                })
+                .await?;
+            if review.success {
+                "completed"
+            } else {
+                "failed"
+            }
+        } else {
+            "skipped"
+        };
+        let evidence = ExecEvidence {
+            syntax,
+            acceptance,
+            tests,
+            review_status,
+            final_text,
+        };
+        let failure = if evidence.syntax_word() == "fail" {
+            Some("syntax check failed".to_owned())
+        } else if evidence.acceptance_word() == "fail" {
+            Some("an acceptance criterion failed".to_owned())
+        } else {
+            None
+        };
+        Ok(Checked {
+            failure,
+            inconclusive,
+            evidence,
+        })
+    }
+
+    async fn completed(
+        &self,
+        task: &Task,
+        work: &ExecWork,
+        gate: &Gate<'_, ExecEvidence>,
+    ) -> ReportBuilder {
+        let e = &gate.checked.evidence;
+        // What the agent learned is wisdom once its work counts (landed,
+        // or in place): never a version that conflicted.
+        if !e.final_text.is_empty() {
+            let _ = wavecrew_core::wisdom::append_wisdom(
+                &self.ctx.session_dir,
+                "executor",
+                &task.id,
+                &e.final_text,
+            );
+        }
+        let used_backend = backend_used(work.run.as_ref(), &work.decision.backend);
+        ReportBuilder::completed("task_complete", task)
+            .field("status", "success")
+            .field("files_modified", gate.files)
+            .field("validation_results", e.validation_results())
+            .summary(format!(
+                "{} complete ({used_backend}): {} file(s) changed",
+                task.id.as_str(),
+                gate.files.len()
+            ))
+            .field("execution_backend", &used_backend)
+            .field("timestamp", now())
+            .field("evidence", Self::evidence(work, gate))
+    }
+
+    fn failed(&self, task: &Task, work: &ExecWork, gate: &Gate<'_, ExecEvidence>) -> ReportBuilder {
+        let e = &gate.checked.evidence;
+        let used_backend = backend_used(work.run.as_ref(), &work.decision.backend);
+        ReportBuilder::new(TaskStatus::Failed, "task_failed", task)
+            .field("error", gate.failure.unwrap_or("a check failed"))
+            .field("retry_count", task.attempts)
+            .field(
+                "validation_results",
+                json!({"syntax": e.syntax_word(), "acceptance": e.acceptance_word()}),
+            )
+            .summary(format!(
+                "{} failed validation ({used_backend})",
+                task.id.as_str()
+            ))
+            .field("execution_backend", &used_backend)
+            .field("timestamp", now())
+            .field("evidence", Self::evidence(work, gate))
+    }
+
+    fn awaiting(
+        &self,
+        _task: &Task,
+        work: &ExecWork,
+        gate: &Gate<'_, ExecEvidence>,
+        held: ReportBuilder,
+    ) -> ReportBuilder {
+        held.field(
+            "validation_results",
+            gate.checked.evidence.validation_results(),
+        )
+        .field("evidence", Self::evidence(work, gate))
+    }
+
+    fn phase_failed(&self, task: &Task, error: &PhaseError) -> ReportBuilder {
         ReportBuilder::phase_failed("task_failed", task, error)
             .field("retry_count", task.attempts)
             .field(
@@ -445,24 +683,6 @@ impl Role for Executor {
                 json!({"syntax": "not_run", "acceptance": "not_verified"}),
             )
             .field("timestamp", now())
-            .build()
-    }
-}
-
-#[async_trait::async_trait]
-impl wavecrew_role_kit::RevisedLanding for Executor {
-    type Work = ExecWork;
-
-    fn landing_role(&self) -> &'static str {
-        "executor"
-    }
-
-    fn landing_ctx(&self) -> &RoleContext {
-        &self.ctx
-    }
-
-    fn workspace_of<'w>(&self, work: &'w ExecWork) -> Option<&'w wavecrew_role_kit::Workspace> {
-        Some(&work.workspace)
     }
 
     fn revision_failed(&self, task: &Task, report: ReportBuilder) -> ReportBuilder {
@@ -508,290 +728,6 @@ impl wavecrew_role_kit::RevisedLanding for Executor {
         };
         self.execute(task, &mut revision).await?;
         Ok(revision)
-    }
-
-    /// Phase 4 on `work`: the checks, then (when they pass) the merge
-    /// queue. `Err` is a conflict (nothing landed, the worktree kept);
-    /// `conflicts` are the earlier ones, recorded on the report.
-    async fn check_and_land(
-        &self,
-        task: &Task,
-        work: &ExecWork,
-        conflicts: &[Value],
-    ) -> Result<Report, wavecrew_role_kit::Landed> {
-        let run = work.run.as_ref();
-        // What phase 3 found changed (nothing touched the tree since), or
-        // read now.
-        let files = match &work.syntax {
-            Some((files, _)) => files.clone(),
-            None => match changed_files(work, None) {
-                Ok(files) => files,
-                Err(e) => return Ok(self.failure_report(task, &e)),
-            },
-        };
-        // What the changed files say against the declared ones.
-        let protected =
-            wavecrew_role_kit::lane::protected_paths(&self.ctx.config.isolation.protected);
-        let lane = wavecrew_role_kit::lane::Lane::check(task, &work.cwd, &files, &protected);
-        // A task held for a person's review waits for it with its changes
-        // to protected paths named, instead of failing.
-        let reviewed = wavecrew_role_kit::review_gate::wants_human_review(task)
-            && work.workspace.branch().is_some();
-        let lane_failure = lane.failure_with(
-            self.ctx.config.isolation.undeclared == wavecrew_backends::config::UndeclaredMode::Fail,
-            !reviewed,
-        );
-        // The tree phase 3 checked.
-        let syntax = match &work.syntax {
-            Some((_, syntax)) => syntax.clone(),
-            None => check_syntax(&work.cwd, &self.ctx.syntax_options(files.clone())).await,
-        };
-        // A check that ran out of time says nothing of the code: it is an
-        // environment problem, reported, and never the agent's failure.
-        let inconclusive = syntax.inconclusive(self.ctx.syntax_limit());
-        let final_text = run
-            .and_then(TaskRun::last)
-            .and_then(|o| o.final_message.clone())
-            .unwrap_or_default();
-        let acceptance = check_acceptance(
-            &task.acceptance_criteria(),
-            &work.cwd,
-            &AcceptanceOptions {
-                implementation_text: final_text.clone(),
-                ..AcceptanceOptions::default()
-            },
-        )
-        .await;
-        let tests = affected_tests(&work.cwd, &files);
-        // A change to tests or their configuration: the tests compared
-        // with the task's base (gone or newly skipped ones fail it).
-        let base_tests = if syntax.status == CheckStatus::Fail
-            || acceptance.status == CheckStatus::Fail
-            || lane_failure.is_some()
-        {
-            None
-        } else {
-            match self
-                .ctx
-                .compare_tests_with_base(task, &work.workspace, &files)
-                .await
-            {
-                Ok(c) => c,
-                Err(e) => return Ok(self.failure_report(task, &e)),
-            }
-        };
-        // `may_remove_tests = true`: listed in the evidence, not a failure.
-        let may_remove_tests = task
-            .metadata
-            .get("may_remove_tests")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
-        let drift_failure = base_tests
-            .as_ref()
-            .filter(|c| !c.drift.is_empty() && !may_remove_tests)
-            .map(|c| {
-                format!(
-                    "{} (a task that may remove tests says `may_remove_tests = true`)",
-                    c.drift.describe()
-                )
-            });
-        let mut inconclusive = inconclusive;
-        inconclusive.extend(base_tests.as_ref().and_then(|c| c.inconclusive.clone()));
-        let review_status = if work.review.0 {
-            let review = match derived_id(&task.id, "review") {
-                Ok(id) => {
-                    self.ctx
-                        .review(&Review {
-                            task,
-                            id,
-                            backend: &work.decision.backend,
-                            cwd: &work.cwd,
-                            criteria: task
-                                .acceptance_criteria()
-                                .into_iter()
-                                .map(|c| c.text)
-                                .collect(),
-                        })
-                        .await
-                }
-                Err(e) => Err(e),
-            };
-            match review {
-                Ok(review) if review.success => "completed",
-                Ok(_) => "failed",
-                Err(e) => return Ok(self.failure_report(task, &e)),
-            }
-        } else {
-            "skipped"
-        };
-        let syntax_word = match syntax.status {
-            CheckStatus::Pass => "pass",
-            CheckStatus::Skipped => "skipped",
-            CheckStatus::TimedOut => "inconclusive",
-            _ => "fail",
-        };
-        let acceptance_word = match acceptance.status {
-            CheckStatus::Pass => "pass",
-            CheckStatus::Fail | CheckStatus::TimedOut => "fail",
-            _ => "manual_review",
-        };
-        let evidence = json!({
-            "syntax": syntax,
-            "acceptance": acceptance,
-            "affected_tests": tests.iter().map(|t| json!({"source": t.source, "test": t.test})).collect::<Vec<_>>(),
-            "attempts": run.map(|r| r.attempts.iter().map(|a| json!({
-                "attempt": a.attempt, "backend": a.outcome.backend, "outcome": a.outcome.outcome.name(),
-                "duration_ms": a.outcome.duration_ms, "session_id": a.outcome.session_id,
-            })).collect::<Vec<_>>()),
-            "backend_switches": run.map(|r| r.switches.clone()),
-            "backend_decision": work.decision,
-            "code_review_decision": work.review.1,
-            "plan_path": work.plan_path,
-            "base_tests": base_tests,
-        });
-        let failed = syntax_word == "fail"
-            || acceptance_word == "fail"
-            || lane_failure.is_some()
-            || drift_failure.is_some();
-        let used_backend = backend_used(run, &work.decision.backend);
-        // A task that asks for a person's review waits for it, committed
-        // on its branch, instead of landing (the run parks it).
-        if !failed {
-            match wavecrew_role_kit::review_gate::hold(task, &work.workspace, &commit_message(task))
-                .await
-            {
-                Ok(Some(waiting)) => {
-                    let waiting = if lane.protected.is_empty() {
-                        waiting
-                    } else {
-                        waiting.field("protected_paths", &lane.protected).field(
-                            "error",
-                            format!(
-                                "awaiting a person's review of changes to protected paths \
-                                     ({}): `wavecrew approve` lands them, `wavecrew reject \
-                                     --note` revises them",
-                                lane.protected.join(", ")
-                            ),
-                        )
-                    };
-                    return Ok(waiting
-                        .field("files_modified", &files)
-                        .field("validation_results", json!({"syntax": syntax_word, "acceptance": acceptance_word, "tests_found": tests.len(), "code_review": review_status}))
-                        .field("evidence", &evidence)
-                        .build());
-                }
-                Ok(None) => {}
-                Err(e) => return Ok(self.failure_report(task, &e)),
-            }
-        }
-        // The merge queue: only validated work lands; a dependency counts
-        // as done once its work is on the integration branch.
-        let landed = if failed {
-            None
-        } else {
-            let verify = self.ctx.verify();
-            match work
-                .workspace
-                .land(task, &commit_message(task), verify.as_ref())
-                .await
-            {
-                Ok(l) => Some(l),
-                Err(e) => return Ok(self.failure_report(task, &e)),
-            }
-        };
-        if let Some(
-            conflict @ (wavecrew_role_kit::Landed::Conflict { .. }
-            | wavecrew_role_kit::Landed::Rejected { .. }),
-        ) = landed
-        {
-            return Err(conflict);
-        }
-        if let Some(landed) = &landed {
-            self.ctx
-                .record_landing("executor", task, &work.workspace, landed, false);
-        }
-        // What the agent learned is wisdom once its work counts (landed,
-        // or in place): never a version that conflicted.
-        if !failed && !final_text.is_empty() {
-            let _ = wavecrew_core::wisdom::append_wisdom(
-                &self.ctx.session_dir,
-                "executor",
-                &task.id,
-                &final_text,
-            );
-        }
-        let merge_commit = match &landed {
-            Some(wavecrew_role_kit::Landed::Commit(c)) => Some(c.clone()),
-            _ => None,
-        };
-        work.workspace.finish(landed.is_some());
-        let report = if failed {
-            let error = if let Some(why) = lane_failure.as_ref().or(drift_failure.as_ref()) {
-                why.as_str()
-            } else if syntax_word == "fail" {
-                "syntax check failed"
-            } else {
-                "an acceptance criterion failed"
-            };
-            ReportBuilder::new(TaskStatus::Failed, "task_failed", task)
-                .field("error", error)
-                .field("retry_count", task.attempts)
-                .field(
-                    "validation_results",
-                    json!({"syntax": syntax_word, "acceptance": acceptance_word}),
-                )
-                .summary(format!(
-                    "{} failed validation ({used_backend})",
-                    task.id.as_str()
-                ))
-        } else {
-            ReportBuilder::completed("task_complete", task)
-                .field("status", "success")
-                .field("files_modified", &files)
-                .field(
-                    "validation_results",
-                    json!({"syntax": syntax_word, "acceptance": acceptance_word,
-                           "tests_found": tests.len(), "code_review": review_status}),
-                )
-                .summary(format!(
-                    "{} complete ({used_backend}): {} file(s) changed",
-                    task.id.as_str(),
-                    files.len()
-                ))
-        };
-        let report = match work.workspace.branch() {
-            Some((branch, base)) => report
-                .field("branch", branch)
-                .field("base", base)
-                .field("merge_commit", merge_commit),
-            None => report,
-        };
-        let report = if conflicts.is_empty() {
-            report
-        } else {
-            report.field("conflicts", conflicts)
-        };
-        let report = if inconclusive.is_empty() {
-            report
-        } else {
-            report.field("environment_problems", &inconclusive)
-        };
-        let report = if lane.undeclared.is_empty() {
-            report
-        } else {
-            report.field("undeclared_files", &lane.undeclared)
-        };
-        let build_state = work.workspace.build_state();
-        let report = if build_state.is_empty() {
-            report
-        } else {
-            report.field("build_state", build_state)
-        };
-        Ok(report
-            .field("execution_backend", &used_backend)
-            .field("timestamp", now())
-            .field("evidence", evidence)
-            .build())
     }
 }
 

@@ -12,12 +12,16 @@
 //!   from a task's that are always distinct from it ([`derived_id`]);
 //! * [`plan_text`]: a plan's steps, file changes, criteria and commands
 //!   read from whichever shape the planner wrote, for the prompts;
-//! * [`landing`]: the landing loop every writing role shares (land, one
-//!   revision after a conflict or a failed verify, land again);
+//! * [`finish`]: the finish phase every writing role goes through after
+//!   its agent (the lane, the role's checks, the tests against the base,
+//!   the review gate, the landing with `[integration] verify`, one
+//!   revision on a miss, one record);
 //! * [`report`]: the typed report builder: the bus record and the task's
 //!   result come from one value;
 //! * [`session`] and [`run`]: opening a session folder for a role binary
 //!   and the role main ([`run_role`]) every binary calls;
+//! * [`builtin`]: the table of built-in roles and their binaries, read by
+//!   the launcher and `wavecrew prompt`;
 //! * [`worker_command`]: the flags a role binary is started with, one type
 //!   the launcher writes and every role binary parses.
 //!
@@ -39,9 +43,10 @@
 
 pub mod attempt;
 pub mod base_tests;
+pub mod builtin;
 pub mod context;
+pub mod finish;
 pub mod landed;
-pub mod landing;
 pub mod lane;
 pub mod plan_text;
 pub mod prompt;
@@ -54,7 +59,7 @@ pub mod workspace;
 
 pub use attempt::{Attempt, Review, backend_used, derived_id, derived_id_from};
 pub use context::{BusFault, RoleBus, RoleContext, SharedBus, share_bus};
-pub use landing::{RevisedLanding, land_with_one_revision};
+pub use finish::{Checked, Finish, Gate, finish};
 pub use prompt::{Preview, PromptPreview};
 pub use report::ReportBuilder;
 pub use run::{Follow, RoleExit, run_role};

@@ -11,8 +11,10 @@
 //!   dependency order, as the plan; the issue text fenced as untrusted
 //!   data) through the backend, attempts kept under `attempts/planex-<issueId>/`
 //!   so a second run resumes the same native session;
-//! * phase 4: the project's tests through `wavecrew-validation`, an
-//!   optional review, then `git commit` of exactly the files the attempts
+//! * phase 4: the role kit's finish phase (the lane, the tests against the
+//!   base, the review gate, the merge queue), with planex's own checks: the
+//!   project's tests through `wavecrew-validation` and an optional review;
+//!   then (in place) `git commit` of exactly the files the attempts
 //!   changed (`feat(<issueId>): <title>`, with a `Wavecrew-Task:` trailer:
 //!   a resumed task finds its commit and never commits twice), the issue
 //!   `completed`, and `impl_complete` / `impl_failed` (with the resume
@@ -38,7 +40,8 @@ use wavecrew_backends::routing::{Decision, resolve_execution_method};
 use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, Task};
 use wavecrew_role_kit::{
-    Attempt, Landed, ReportBuilder, Review, RoleContext, Workspace, backend_used, derived_id_from,
+    Attempt, Checked, Finish, Gate, Landed, ReportBuilder, Review, RoleContext, Workspace,
+    backend_used, derived_id_from,
 };
 
 use crate::issues::IssueStore;
@@ -166,19 +169,13 @@ pub struct PlanexWork {
     run: Option<TaskRun>,
     committed: Option<String>,
     plan_notes: Vec<String>,
-    /// Where the agent works (`None` when the work is already committed).
-    workspace: Option<Workspace>,
+    /// Where the agent works (the project folder when the work is already
+    /// committed).
+    workspace: Workspace,
     /// A revision's account of the conflict its first version met.
     conflict: Option<String>,
     /// A revision's account of the failed `[integration] verify`.
     previous_error: Option<String>,
-}
-
-impl PlanexWork {
-    /// The folder the agent, the tests and the review work in.
-    fn dir<'a>(&'a self, root: &'a Path) -> &'a Path {
-        self.workspace.as_ref().map_or(root, Workspace::dir)
-    }
 }
 
 fn solution_tasks(solution: &Map<String, Value>) -> Vec<Value> {
@@ -297,8 +294,10 @@ impl Role for PlanexRole {
             None => self.earlier_commit(task),
         };
         let workspace = match committed {
-            Some(_) => None,
-            None => Some(ctx.workspace(task, task.attempts)?),
+            Some(_) => Workspace::InPlace {
+                dir: ctx.project_root.clone(),
+            },
+            None => ctx.workspace(task, task.attempts)?,
         };
         if committed.is_none()
             && let Err(e) = store.set_status(&issue_id, "executing")
@@ -328,7 +327,7 @@ impl Role for PlanexRole {
         }
         let ctx = &self.ctx;
         let max_attempts = ctx.max_attempts();
-        let dir = work.dir(&ctx.project_root).to_owned();
+        let dir = work.workspace.dir().to_owned();
         let cwd = dir.display().to_string();
         let input = prompt::PromptInput {
             issue_id: &work.issue_id,
@@ -377,32 +376,262 @@ impl Role for PlanexRole {
         }
     }
 
-    /// The tests, the review, then the commit: in place, on the user's
-    /// branch; isolated, on the task's branch, landed by the merge queue. A
-    /// conflict (or a failed `[integration] verify`) gets one revision in a
-    /// worktree of the new tip; a second leaves the task `blocked` (failed).
+    /// The role kit's finish phase with planex's own checks (the
+    /// project's tests, the review), then the commit: in place, on the
+    /// user's branch; isolated, on the task's branch, landed by the merge
+    /// queue. A conflict (or a failed `[integration] verify`) gets one
+    /// revision in a worktree of the new tip; a second leaves the task
+    /// `blocked` (failed).
     async fn validate(&self, task: &Task, work: &PlanexWork) -> Report {
-        wavecrew_role_kit::land_with_one_revision(self, task, work).await
+        if let Some(commit) = &work.committed {
+            // A resumed task whose work is already committed: report only.
+            let files = self.files_in_place(work);
+            let done = Self::done_fields(task, work, &files);
+            return self.completed_report(work, done, Some(commit)).build();
+        }
+        wavecrew_role_kit::finish(self, task, work).await
+    }
+}
+
+impl PlanexRole {
+    /// The fields every planex report carries: the issue, the solution,
+    /// the backend decision, the review setting and the changed files.
+    fn done_fields(task: &Task, work: &PlanexWork, files: &[String]) -> ReportBuilder {
+        let mut done = ReportBuilder::completed("impl_complete", task)
+            .field("issue_id", &work.issue_id)
+            .field(
+                "solution_id",
+                work.solution.get("id").and_then(Value::as_str),
+            )
+            .field("executor", &work.decision.backend)
+            .field("execution_decision", &work.decision)
+            .field("code_review", &work.review)
+            .field("files_changed", files);
+        if !work.plan_notes.is_empty() {
+            // What of the solution did not reach the prompt (malformed).
+            done.insert("plan_notes", &work.plan_notes);
+        }
+        done
+    }
+
+    /// `impl_complete` with the commit, after the issue is marked
+    /// completed.
+    fn completed_report(
+        &self,
+        work: &PlanexWork,
+        mut done: ReportBuilder,
+        commit: Option<&str>,
+    ) -> ReportBuilder {
+        done.insert("commit", commit);
+        let status_note =
+            match IssueStore::new(&self.ctx.project_root).set_status(&work.issue_id, "completed") {
+                Ok(()) => "completed".to_owned(),
+                Err(e) => format!("not updated: {e}"),
+            };
+        done.insert("issue_status", &status_note);
+        let backend = backend_used(work.run.as_ref(), &work.decision.backend);
+        done.insert(
+            "report",
+            format!(
+                "## [executor] Implementation Complete\n\n**Issue**: {}\n**Executor**: {backend}\n**Solution**: {}\n**Code Review**: {}\n**Commit**: {}\n**Issue Status**: {status_note}\n",
+                work.issue_id,
+                work.solution.get("id").and_then(Value::as_str).unwrap_or("-"),
+                work.review,
+                commit.unwrap_or("nothing to commit"),
+            ),
+        );
+        done.summary(format!("EXEC complete: {} ({backend})", work.issue_id))
+    }
+
+    /// The project's tests, through the validation crate, when it has any:
+    /// their record, and why they fail the task.
+    async fn run_tests(dir: &Path) -> (Option<Value>, Option<String>) {
+        let Ok(mut runner) = wavecrew_validation::TestRunner::new(
+            dir,
+            wavecrew_validation::TestOptions {
+                coverage: false,
+                ..wavecrew_validation::TestOptions::default()
+            },
+        )
+        .await
+        else {
+            return (None, None);
+        };
+        match runner.run().await {
+            Ok(run) => {
+                let failed = run.report.failures().count();
+                let record = json!({"framework": run.framework.name(), "passed": run.report.counts.passed,
+                                    "failed": failed, "command": run.command});
+                if failed == 0 {
+                    return (Some(record), None);
+                }
+                let first: Vec<String> = run
+                    .report
+                    .failures()
+                    .take(5)
+                    .map(|c| {
+                        format!(
+                            "{}: {}",
+                            c.name,
+                            c.message
+                                .as_deref()
+                                .unwrap_or("")
+                                .lines()
+                                .next()
+                                .unwrap_or("")
+                        )
+                    })
+                    .collect();
+                (
+                    Some(record),
+                    Some(format!("{failed} test(s) failed:\n{}", first.join("\n"))),
+                )
+            }
+            Err(e) => (Some(json!({"error": e.to_string()})), None),
+        }
     }
 }
 
 #[async_trait::async_trait]
-impl wavecrew_role_kit::RevisedLanding for PlanexRole {
+impl Finish for PlanexRole {
     type Work = PlanexWork;
+    /// The `tests` and `review` fields of the report.
+    type Evidence = Map<String, Value>;
 
-    fn landing_role(&self) -> &'static str {
+    fn finish_role(&self) -> &'static str {
         "executor"
     }
 
-    fn landing_ctx(&self) -> &RoleContext {
+    fn finish_ctx(&self) -> &RoleContext {
         &self.ctx
     }
 
-    fn workspace_of<'w>(&self, work: &'w PlanexWork) -> Option<&'w Workspace> {
-        work.workspace.as_ref()
+    fn workspace<'w>(&self, work: &'w PlanexWork) -> &'w Workspace {
+        &work.workspace
     }
 
-    fn failed(&self, task: &Task, error: &PhaseError) -> ReportBuilder {
+    fn files_in_place(&self, work: &PlanexWork) -> Vec<String> {
+        work.run
+            .as_ref()
+            .map(TaskRun::files_changed)
+            .unwrap_or_default()
+    }
+
+    fn commit_message(&self, task: &Task, work: &PlanexWork) -> String {
+        format!("feat({}): {}", work.issue_id, Self::title(task, work))
+    }
+
+    /// Seed 003's checks: the project's tests (a failing test fails the
+    /// task), then the code review when the planner asked for one.
+    async fn check(
+        &self,
+        task: &Task,
+        work: &PlanexWork,
+        _files: &[String],
+        lane_failed: bool,
+    ) -> Result<Checked<Map<String, Value>>, PhaseError> {
+        let dir = work.workspace.dir();
+        let mut evidence = Map::new();
+        if lane_failed {
+            // The work cannot land: its tests and review would say nothing.
+            return Ok(Checked::passed(evidence));
+        }
+        let (tests, failure) = Self::run_tests(dir).await;
+        if let Some(tests) = tests {
+            evidence.insert("tests".into(), tests);
+        }
+        if failure.is_none() && work.review != "Skip" && !work.review.is_empty() {
+            let backend = if work.review.to_ascii_lowercase().starts_with("codex") {
+                "codex"
+            } else if work.review.to_ascii_lowercase().starts_with("gemini") {
+                "gemini"
+            } else {
+                work.decision.backend.as_str()
+            };
+            let id = derived_id_from(&format!("planex-review-{}", work.issue_id), &task.id)?;
+            let review = self
+                .ctx
+                .review(&Review {
+                    task,
+                    id,
+                    backend,
+                    cwd: dir,
+                    criteria: Vec::new(),
+                })
+                .await?;
+            evidence.insert(
+                "review".into(),
+                json!({"backend": backend, "success": review.success,
+                       "verdict": review.last().and_then(|o| o.final_message.clone())}),
+            );
+        }
+        Ok(Checked {
+            failure,
+            inconclusive: Vec::new(),
+            evidence,
+        })
+    }
+
+    async fn completed(
+        &self,
+        task: &Task,
+        work: &PlanexWork,
+        gate: &Gate<'_, Map<String, Value>>,
+    ) -> ReportBuilder {
+        let mut done = Self::done_fields(task, work, gate.files);
+        done.extend(gate.checked.evidence.clone());
+        let commit = match gate.landed {
+            Some(Landed::Commit(commit)) => Some(commit.clone()),
+            Some(Landed::InPlace) => {
+                let title = Self::title(task, work);
+                match self.commit(task, &work.issue_id, &title, gate.files) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        let mut failed = self.failure(task, &PhaseError(e));
+                        failed.extend(done.fields().clone());
+                        return failed;
+                    }
+                }
+            }
+            _ => None,
+        };
+        self.completed_report(work, done, commit.as_deref())
+    }
+
+    fn failed(
+        &self,
+        task: &Task,
+        work: &PlanexWork,
+        gate: &Gate<'_, Map<String, Value>>,
+    ) -> ReportBuilder {
+        let mut failed = self.failure(
+            task,
+            &PhaseError(gate.failure.unwrap_or("a check failed").to_owned()),
+        );
+        let mut done = Self::done_fields(task, work, gate.files);
+        done.extend(gate.checked.evidence.clone());
+        failed.extend(done.fields().clone());
+        failed
+    }
+
+    fn awaiting(
+        &self,
+        task: &Task,
+        work: &PlanexWork,
+        gate: &Gate<'_, Map<String, Value>>,
+        mut held: ReportBuilder,
+    ) -> ReportBuilder {
+        let mut done = Self::done_fields(task, work, gate.files);
+        done.extend(gate.checked.evidence.clone());
+        for (k, v) in done.fields() {
+            if !held.fields().contains_key(k) {
+                held.insert(k, v);
+            }
+        }
+        held
+    }
+
+    fn phase_failed(&self, task: &Task, error: &PhaseError) -> ReportBuilder {
         self.failure(task, error)
     }
 
@@ -418,196 +647,6 @@ impl wavecrew_role_kit::RevisedLanding for PlanexRole {
             .unlanded_report("impl_failed", task, workspace, earlier)
             .field("issue_id", &work.issue_id)
             .field("resume", self.resume_command(task))
-    }
-
-    /// Phase 4 on `work`: the tests, the review and the commit. `Err` is
-    /// a landing that did not land (a conflict or a failed verify);
-    /// `conflicts` are the earlier ones, recorded on the report.
-    async fn check_and_land(
-        &self,
-        task: &Task,
-        work: &PlanexWork,
-        conflicts: &[Value],
-    ) -> Result<Report, Landed> {
-        let ctx = &self.ctx;
-        let dir = work.dir(&ctx.project_root);
-        // In a worktree, exactly the task's branch against its base.
-        let files = match work.workspace.as_ref().map(Workspace::changed_files) {
-            Some(Ok(Some(files))) => files,
-            Some(Err(e)) => return Ok(self.failure(task, &e).build()),
-            _ => work
-                .run
-                .as_ref()
-                .map(TaskRun::files_changed)
-                .unwrap_or_default(),
-        };
-        let mut done = ReportBuilder::completed("impl_complete", task)
-            .field("issue_id", &work.issue_id)
-            .field(
-                "solution_id",
-                work.solution.get("id").and_then(Value::as_str),
-            )
-            .field("executor", &work.decision.backend)
-            .field("execution_decision", &work.decision)
-            .field("code_review", &work.review)
-            .field("files_changed", &files);
-        if !work.plan_notes.is_empty() {
-            // What of the solution did not reach the prompt (malformed).
-            done.insert("plan_notes", &work.plan_notes);
-        }
-        // A failure keeps every field gathered so far.
-        let fail = |done: &ReportBuilder, error: PhaseError| {
-            let mut failed = self.failure(task, &error);
-            failed.extend(done.fields().clone());
-            failed.build()
-        };
-        let commit = if let Some(c) = &work.committed {
-            Some(c.clone())
-        } else {
-            // Tests, through the validation crate, when the project has any.
-            if let Ok(mut runner) = wavecrew_validation::TestRunner::new(
-                dir,
-                wavecrew_validation::TestOptions {
-                    coverage: false,
-                    ..wavecrew_validation::TestOptions::default()
-                },
-            )
-            .await
-            {
-                match runner.run().await {
-                    Ok(run) => {
-                        let failed = run.report.failures().count();
-                        done.insert(
-                            "tests",
-                            json!({"framework": run.framework.name(), "passed": run.report.counts.passed,
-                                   "failed": failed, "command": run.command}),
-                        );
-                        if failed > 0 {
-                            let first: Vec<String> = run
-                                .report
-                                .failures()
-                                .take(5)
-                                .map(|c| {
-                                    format!(
-                                        "{}: {}",
-                                        c.name,
-                                        c.message
-                                            .as_deref()
-                                            .unwrap_or("")
-                                            .lines()
-                                            .next()
-                                            .unwrap_or("")
-                                    )
-                                })
-                                .collect();
-                            return Ok(fail(
-                                &done,
-                                PhaseError(format!(
-                                    "{failed} test(s) failed:\n{}",
-                                    first.join("\n")
-                                )),
-                            ));
-                        }
-                    }
-                    Err(e) => {
-                        done.insert("tests", json!({"error": e.to_string()}));
-                    }
-                }
-            }
-            if work.review != "Skip" && !work.review.is_empty() {
-                let backend = if work.review.to_ascii_lowercase().starts_with("codex") {
-                    "codex"
-                } else if work.review.to_ascii_lowercase().starts_with("gemini") {
-                    "gemini"
-                } else {
-                    work.decision.backend.as_str()
-                };
-                let review =
-                    match derived_id_from(&format!("planex-review-{}", work.issue_id), &task.id) {
-                        Ok(id) => {
-                            ctx.review(&Review {
-                                task,
-                                id,
-                                backend,
-                                cwd: dir,
-                                criteria: Vec::new(),
-                            })
-                            .await
-                        }
-                        Err(e) => Err(e),
-                    };
-                let review = match review {
-                    Ok(r) => r,
-                    Err(e) => return Ok(fail(&done, e)),
-                };
-                done.insert(
-                    "review",
-                    json!({"backend": backend, "success": review.success,
-                           "verdict": review.last().and_then(|o| o.final_message.clone())}),
-                );
-            }
-            let title = work
-                .issue
-                .get("title")
-                .and_then(Value::as_str)
-                .unwrap_or(task.title())
-                .to_owned();
-            match &work.workspace {
-                Some(ws @ Workspace::Isolated { .. }) => {
-                    let message = format!("feat({}): {title}", work.issue_id);
-                    let verify = ctx.verify();
-                    let landed = match ws.land(task, &message, verify.as_ref()).await {
-                        Ok(landed) => landed,
-                        Err(e) => return Ok(fail(&done, e)),
-                    };
-                    match landed {
-                        Landed::Commit(ref commit) => {
-                            ctx.record_landing("executor", task, ws, &landed, false);
-                            ws.finish(true);
-                            if let Some((branch, base)) = ws.branch() {
-                                done.insert("branch", branch);
-                                done.insert("base", base);
-                            }
-                            done.insert("merge_commit", commit);
-                            Some(commit.clone())
-                        }
-                        Landed::Nothing | Landed::InPlace => {
-                            ws.finish(true);
-                            None
-                        }
-                        unlanded => return Err(unlanded),
-                    }
-                }
-                _ => match self.commit(task, &work.issue_id, &title, &files) {
-                    Ok(c) => c,
-                    Err(e) => return Ok(fail(&done, PhaseError(e))),
-                },
-            }
-        };
-        if !conflicts.is_empty() {
-            done.insert("conflicts", conflicts);
-        }
-        done.insert("commit", &commit);
-        let status_note =
-            match IssueStore::new(&ctx.project_root).set_status(&work.issue_id, "completed") {
-                Ok(()) => "completed".to_owned(),
-                Err(e) => format!("not updated: {e}"),
-            };
-        done.insert("issue_status", &status_note);
-        let backend = backend_used(work.run.as_ref(), &work.decision.backend);
-        done.insert(
-            "report",
-            format!(
-                "## [executor] Implementation Complete\n\n**Issue**: {}\n**Executor**: {backend}\n**Solution**: {}\n**Code Review**: {}\n**Commit**: {}\n**Issue Status**: {status_note}\n",
-                work.issue_id,
-                work.solution.get("id").and_then(Value::as_str).unwrap_or("-"),
-                work.review,
-                commit.as_deref().unwrap_or("nothing to commit"),
-            ),
-        );
-        Ok(done
-            .summary(format!("EXEC complete: {} ({backend})", work.issue_id))
-            .build())
     }
 
     /// A revision after `unlanded`: a worktree of the new integration tip
@@ -630,15 +669,23 @@ impl wavecrew_role_kit::RevisedLanding for PlanexRole {
             run: None,
             committed: None,
             plan_notes: Vec::new(),
-            conflict: work
-                .workspace
-                .as_ref()
-                .and_then(|first| unlanded.conflict_brief(first)),
+            conflict: unlanded.conflict_brief(&work.workspace),
             previous_error: unlanded.rejection_brief(),
-            workspace: Some(workspace),
+            workspace,
         };
         self.execute(task, &mut revision).await?;
         Ok(revision)
+    }
+}
+
+impl PlanexRole {
+    /// The issue's title, else the task's.
+    fn title(task: &Task, work: &PlanexWork) -> String {
+        work.issue
+            .get("title")
+            .and_then(Value::as_str)
+            .unwrap_or(task.title())
+            .to_owned()
     }
 }
 

@@ -43,9 +43,12 @@ use std::time::Instant;
 use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+use wavecrew_backends::attempts::TaskRun;
 use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, NewMessage, Task, TaskId, TaskStatus};
-use wavecrew_role_kit::{Attempt, Landed, ReportBuilder, RoleContext, Workspace, plan_text};
+use wavecrew_role_kit::{
+    Attempt, Checked, Finish, Gate, Landed, ReportBuilder, RoleContext, Workspace, plan_text,
+};
 use wavecrew_scheduler::{
     BuildOptions, CyclePolicy, Dag, DispatchOptions, Dispatcher, RunOutcome, TaskNode, TaskRunner,
 };
@@ -200,7 +203,19 @@ pub struct PhaseWork {
     context: String,
     spans: BTreeMap<String, (f64, f64)>,
     failures: Vec<String>,
+    /// Where the phase's work is, as one: its own worktree when the phase
+    /// waits for a person's review as a whole (`review = "human"` in an
+    /// isolated session); else the project folder (each unit lands on its
+    /// own).
+    workspace: Workspace,
+    /// The summaries of a phase held for review, written once its work is
+    /// committed on its branch.
+    held_summaries: HeldSummaries,
 }
+
+/// Summaries (their paths and texts) held back until the phase's work is
+/// committed on its branch.
+type HeldSummaries = Arc<Mutex<Vec<(PathBuf, String)>>>;
 
 fn summary_path(phase_dir: &Path, id: &TaskId) -> PathBuf {
     phase_dir.join(format!("summary-{}.md", id.as_str()))
@@ -324,6 +339,13 @@ struct RoadmapShared {
     /// The phase task's claim number: an isolated unit's worktree is that
     /// claim's.
     claim: u32,
+    /// The phase task's metadata (`review`, `may_remove_tests`, …): what
+    /// each unit's gate reads as its task's.
+    metadata: Map<String, Value>,
+    /// A phase held for a person's review as a whole: the folder (the
+    /// phase's own worktree) every unit works in, and the summaries held
+    /// back until the phase's work is committed on its branch.
+    shared: Option<(PathBuf, HeldSummaries)>,
 }
 
 impl RoadmapShared {
@@ -333,45 +355,149 @@ impl RoadmapShared {
         let id = TaskId::new(format!("P{}-{}", self.phase, unit.as_str()))
             .map_err(|e| PhaseError(format!("{}: {e}", unit.as_str())))?;
         let titles: Vec<&str> = tasks.iter().map(Task::title).collect();
-        Ok(Task::new(
+        let mut unit = Task::new(
             id,
             format!("phase {}: {}", self.phase, titles.join("; ")),
             "",
-        ))
+        );
+        // The gate reads the phase's own settings, and the files the
+        // unit's tasks declare.
+        unit.metadata.clone_from(&self.metadata);
+        let files: BTreeSet<String> = tasks.iter().flat_map(Task::files).collect();
+        unit.metadata.insert("target_files".into(), json!(files));
+        Ok(unit)
     }
 
-    /// Land a finished unit's work (isolated sessions): `Err` says why it
-    /// did not land (a conflict, a failed `[integration] verify`, git).
-    async fn land(&self, unit: &Task, workspace: &Workspace) -> Result<(), String> {
-        let verify = self.ctx.verify();
-        let message = unit.subject.clone();
-        let landed = workspace
-            .land(unit, &message, verify.as_ref())
-            .await
-            .map_err(|e| e.0)?;
-        self.ctx
-            .record_landing("executor", unit, workspace, &landed, false);
-        match &landed {
-            Landed::Conflict { files, .. } => {
-                let with = landed.conflicting_tasks();
-                Err(format!(
-                    "its work conflicts with {} in {}; nothing landed",
-                    if with.is_empty() {
-                        "work landed meanwhile".to_owned()
-                    } else {
-                        with.join(", ")
-                    },
-                    files.join(", ")
-                ))
-            }
-            Landed::Rejected { command, output } => Err(format!(
-                "the merged result fails `{command}`; nothing landed:\n{output}"
-            )),
-            Landed::Commit(_) | Landed::Nothing | Landed::InPlace => {
-                workspace.finish(true);
-                Ok(())
-            }
+    /// One attempt of a unit's tasks in `dir`, the agent told
+    /// `first_error` first (a revision's account of why its first version
+    /// did not land).
+    async fn attempt_unit(
+        &self,
+        unit: &TaskId,
+        tasks: &[Task],
+        dir: &Path,
+        first_error: Option<String>,
+    ) -> Result<TaskRun, PhaseError> {
+        let cwd = dir.display().to_string();
+        let max_attempts = self.ctx.max_attempts();
+        let (_, _, notes) = prompt_context(tasks, &cwd, &self.context, None, 1, max_attempts);
+        for note in notes {
+            tracing::warn!("{}: {note}", unit.as_str());
         }
+        let first_error = Mutex::new(first_error);
+        let render = |n: u32, error: Option<&str>| {
+            let pending = first_error
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            let (template, values, _) = prompt_context(
+                tasks,
+                &cwd,
+                &self.context,
+                pending.as_deref().or(error),
+                n,
+                max_attempts,
+            );
+            self.ctx.render(template, &values)
+        };
+        self.ctx
+            .attempt(&Attempt::new(
+                unit,
+                &self.backend,
+                dir,
+                Mode::Write,
+                &render,
+            ))
+            .await
+    }
+}
+
+/// A unit's work on its way to the integration branch.
+struct UnitWork {
+    /// The unit's id in the phase's dispatcher.
+    id: TaskId,
+    /// The roadmap tasks it does.
+    tasks: Vec<Task>,
+    /// Its worktree.
+    workspace: Workspace,
+    /// Its agent's attempts.
+    run: TaskRun,
+}
+
+/// Each unit's work goes through the role kit's finish phase, as every
+/// writing role's: the lane against the files its tasks declare, the
+/// tests against its base, and the merge queue with `[integration]
+/// verify` and one revision.
+#[async_trait::async_trait]
+impl Finish for RoadmapShared {
+    type Work = UnitWork;
+    type Evidence = ();
+
+    fn finish_role(&self) -> &'static str {
+        "executor"
+    }
+
+    fn finish_ctx(&self) -> &RoleContext {
+        &self.ctx
+    }
+
+    fn workspace<'w>(&self, work: &'w UnitWork) -> &'w Workspace {
+        &work.workspace
+    }
+
+    fn files_in_place(&self, work: &UnitWork) -> Vec<String> {
+        work.run.files_changed()
+    }
+
+    fn commit_message(&self, task: &Task, _work: &UnitWork) -> String {
+        task.subject.clone()
+    }
+
+    /// The phase's own checks (files there, syntax) run on the whole phase
+    /// once it is done.
+    async fn check(
+        &self,
+        _task: &Task,
+        _work: &UnitWork,
+        _files: &[String],
+        _lane_failed: bool,
+    ) -> Result<Checked<()>, PhaseError> {
+        Ok(Checked::passed(()))
+    }
+
+    async fn completed(
+        &self,
+        task: &Task,
+        _work: &UnitWork,
+        _gate: &Gate<'_, ()>,
+    ) -> ReportBuilder {
+        ReportBuilder::completed("unit_landed", task)
+    }
+
+    /// The unit's tasks again, in a worktree of the new integration tip,
+    /// the agent told what conflicted or what the merged result failed.
+    async fn revise(
+        &self,
+        task: &Task,
+        work: &UnitWork,
+        unlanded: &Landed,
+    ) -> Result<UnitWork, PhaseError> {
+        let workspace = self.ctx.workspace(task, self.claim + 1)?;
+        let brief = unlanded
+            .conflict_brief(&work.workspace)
+            .or_else(|| unlanded.rejection_brief());
+        let run = self
+            .attempt_unit(&work.id, &work.tasks, workspace.dir(), brief)
+            .await?;
+        if !run.success {
+            return Err(PhaseError(run.failure.unwrap_or_default()));
+        }
+        Ok(UnitWork {
+            id: work.id.clone(),
+            tasks: work.tasks.clone(),
+            workspace,
+            run,
+        })
     }
 }
 
@@ -391,47 +517,43 @@ impl TaskRunner for UnitRunner {
             RunOutcome::failed(why)
         };
         // Isolated: the unit works in a worktree of its own, from the
-        // integration tip (which holds the earlier waves' landed work).
-        let workspace = match r
-            .unit_task(unit, tasks)
-            .and_then(|u| Ok((r.ctx.workspace(&u, r.claim)?, u)))
-        {
+        // integration tip (which holds the earlier waves' landed work);
+        // in a phase held for review, in the phase's worktree.
+        let workspace = match &r.shared {
+            Some((dir, _)) => r
+                .unit_task(unit, tasks)
+                .map(|u| (Workspace::InPlace { dir: dir.clone() }, u)),
+            None => r
+                .unit_task(unit, tasks)
+                .and_then(|u| Ok((r.ctx.workspace(&u, r.claim)?, u))),
+        };
+        let (workspace, unit_task) = match workspace {
             Ok(w) => w,
             Err(e) => return fail(e.0),
         };
-        let (workspace, unit_task) = workspace;
-        let cwd = workspace.dir().display().to_string();
-        let max_attempts = r.ctx.max_attempts();
-        let (_, _, notes) = prompt_context(tasks, &cwd, &r.context, None, 1, max_attempts);
-        for note in notes {
-            tracing::warn!("{}: {note}", unit.as_str());
-        }
-        let render = |n: u32, error: Option<&str>| {
-            let (template, values, _) =
-                prompt_context(tasks, &cwd, &r.context, error, n, max_attempts);
-            r.ctx.render(template, &values)
-        };
-        let run = match r
-            .ctx
-            .attempt(&Attempt::new(
-                unit,
-                &r.backend,
-                workspace.dir(),
-                Mode::Write,
-                &render,
-            ))
-            .await
-        {
+        let run = match r.attempt_unit(unit, tasks, workspace.dir(), None).await {
             Ok(run) => run,
             Err(e) => return fail(e.0),
         };
         // The work lands before its summaries are written: a summary is
-        // what a resume takes as done.
-        if run.success
-            && let Err(why) = r.land(&unit_task, &workspace).await
-        {
-            return fail(why);
-        }
+        // what a resume takes as done. A phase held for review goes
+        // through the gate as a whole, after its last unit.
+        let run = if run.success && r.shared.is_none() {
+            let work = UnitWork {
+                id: unit.clone(),
+                tasks: tasks.clone(),
+                workspace,
+                run,
+            };
+            let report = wavecrew_role_kit::finish(r, &unit_task, &work).await;
+            if report.status != TaskStatus::Completed {
+                let why = report.data.get("error").and_then(Value::as_str);
+                return fail(why.unwrap_or(&report.summary).to_owned());
+            }
+            work.run
+        } else {
+            run
+        };
         let end = self.started.elapsed().as_secs_f64();
         let result = run
             .last()
@@ -467,10 +589,14 @@ impl TaskRunner for UnitRunner {
                 .map(|c| c.text)
                 .collect();
             let text = summary_markdown(&front, &result, &criteria);
-            if let Err(e) = wavecrew_core::fsutil::write_atomic(
-                &summary_path(&r.phase_dir, &t.id),
-                text.as_bytes(),
-            ) {
+            let path = summary_path(&r.phase_dir, &t.id);
+            if let Some((_, held)) = &r.shared {
+                held.lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push((path, text));
+                continue;
+            }
+            if let Err(e) = wavecrew_core::fsutil::write_atomic(&path, text.as_bytes()) {
                 self.failures
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -564,9 +690,23 @@ impl Role for RoadmapRole {
                 task_dir.display()
             )));
         }
+        // A phase a person reviews is held as one piece of work: its units
+        // work in one worktree (the dispatcher's file-overlap gate keeps
+        // two that touch the same file apart, as in place), and it is done
+        // again whole until a person approves it (its summaries do not make
+        // its units done: its work is not on the integration branch).
+        let reviewed = wavecrew_role_kit::review_gate::wants_human_review(task)
+            && self.ctx.integration()?.is_some();
+        let workspace = if reviewed {
+            self.ctx.workspace(task, task.attempts)?
+        } else {
+            Workspace::InPlace {
+                dir: self.ctx.project_root.clone(),
+            }
+        };
         let done: BTreeSet<TaskId> = tasks
             .iter()
-            .filter(|t| summary_path(&phase_dir, &t.id).is_file())
+            .filter(|t| !reviewed && summary_path(&phase_dir, &t.id).is_file())
             .map(|t| t.id.clone())
             .collect();
         let nodes = tasks
@@ -592,6 +732,8 @@ impl Role for RoadmapRole {
             context,
             spans: BTreeMap::new(),
             failures: Vec::new(),
+            workspace,
+            held_summaries: Arc::default(),
         })
     }
 
@@ -600,6 +742,13 @@ impl Role for RoadmapRole {
             return Ok(()); // resume check: every summary is there.
         }
         let decision = self.ctx.decide(task, None);
+        let shared = match &work.workspace {
+            Workspace::Isolated { .. } => Some((
+                work.workspace.dir().to_owned(),
+                Arc::clone(&work.held_summaries),
+            )),
+            Workspace::InPlace { .. } => None,
+        };
         let by_id: HashMap<&TaskId, &Task> = work.tasks.iter().map(|t| (&t.id, t)).collect();
         let mut units: HashMap<TaskId, (usize, Vec<Task>)> = HashMap::new();
         let mut nodes: Vec<TaskNode> = Vec::new();
@@ -646,6 +795,8 @@ impl Role for RoadmapRole {
                 backend: decision.backend,
                 context: work.context.clone(),
                 claim: task.attempts.max(1),
+                metadata: task.metadata.clone(),
+                shared,
             },
             units,
             finished: Mutex::new(vec![0; wave_sizes.len()]),
@@ -682,14 +833,52 @@ impl Role for RoadmapRole {
         }
     }
 
+    /// The phase's own checks (every affected file there, the syntax
+    /// check), then its report. Isolated, the phase is checked as it
+    /// landed, in a detached worktree of the integration tip; a phase held
+    /// for review goes through the role kit's finish phase as one piece of
+    /// work, checked in its own worktree.
     async fn validate(&self, task: &Task, work: &PhaseWork) -> Report {
-        // Isolated: the phase is checked as it landed, in a detached
-        // worktree of the integration tip.
+        if let Workspace::Isolated { .. } = &work.workspace {
+            return wavecrew_role_kit::finish(self, task, work).await;
+        }
         let view = match self.ctx.read_only_workspace(task) {
             Ok(view) => view,
             Err(e) => return self.failure_report(task, &e),
         };
-        let root = view.dir().to_owned();
+        let checks = self.phase_checks(work, view.dir()).await;
+        view.finish(true);
+        self.phase_report(task, work, &checks).build()
+    }
+}
+
+/// What the phase's own checks found.
+#[derive(Debug)]
+pub struct PhaseChecks {
+    /// Declared files that are not there (`<task>: <file>`).
+    missing: Vec<String>,
+    /// The syntax check of every affected file.
+    syntax: wavecrew_validation::SyntaxReport,
+}
+
+impl PhaseChecks {
+    /// What the checks found wrong, in the report's words.
+    fn problems(&self) -> Vec<String> {
+        let mut problems: Vec<String> = Vec::new();
+        if !self.missing.is_empty() {
+            problems.push(format!("target files missing: {}", self.missing.join(", ")));
+        }
+        if self.syntax.status == CheckStatus::Fail {
+            problems.push("the syntax check failed".into());
+        }
+        problems
+    }
+}
+
+impl RoadmapRole {
+    /// Every affected file of the phase's tasks is in `root` (but those a
+    /// task deletes), and the syntax check passes on them.
+    async fn phase_checks(&self, work: &PhaseWork, root: &Path) -> PhaseChecks {
         let mut missing = Vec::new();
         let mut affected: Vec<String> = Vec::new();
         for t in &work.tasks {
@@ -712,9 +901,15 @@ impl Role for RoadmapRole {
         }
         affected.sort();
         affected.dedup();
-        let syntax = check_syntax(&root, &self.ctx.syntax_options(affected.clone())).await;
-        view.finish(true);
-        let failed = !missing.is_empty() || syntax.status == CheckStatus::Fail;
+        let syntax = check_syntax(root, &self.ctx.syntax_options(affected)).await;
+        PhaseChecks { missing, syntax }
+    }
+
+    /// `exec_complete` (or `error` when the checks found problems) with
+    /// seed 004's fields.
+    fn phase_report(&self, task: &Task, work: &PhaseWork, checks: &PhaseChecks) -> ReportBuilder {
+        let problems = checks.problems();
+        let failed = !problems.is_empty();
         let summary = format!(
             "Phase {} execution complete. Tasks executed: {}, Waves: {}, Summaries: {}.{}",
             work.spec.phase,
@@ -732,18 +927,19 @@ impl Role for RoadmapRole {
         } else {
             (TaskStatus::Completed, "exec_complete")
         };
-        let mut problems: Vec<String> = Vec::new();
-        if !missing.is_empty() {
-            problems.push(format!("target files missing: {}", missing.join(", ")));
-        }
-        if syntax.status == CheckStatus::Fail {
-            problems.push("the syntax check failed".into());
-        }
         let mut report = ReportBuilder::new(status, kind, task);
         if failed {
             // What `wavecrew run` and the reports show as the task's error.
             report.insert("error", problems.join("; "));
         }
+        self.phase_fields(work, report)
+            .field("missing_files", &checks.missing)
+            .field("syntax", &checks.syntax)
+            .summary(summary)
+    }
+
+    /// The phase's counts, summaries and spans on `report`.
+    fn phase_fields(&self, work: &PhaseWork, report: ReportBuilder) -> ReportBuilder {
         report
             .field("phase", work.spec.phase)
             .field("tasks_executed", work.tasks.len() - work.done.len())
@@ -768,10 +964,125 @@ impl Role for RoadmapRole {
                     .map(|(k, (a, b))| (k.clone(), json!({"start": a, "end": b})))
                     .collect::<Map<String, Value>>(),
             )
-            .field("missing_files", &missing)
-            .field("syntax", &syntax)
-            .summary(summary)
-            .build()
+    }
+
+    /// Write the summaries held back while the phase's work was not yet
+    /// committed; a summary that cannot be written is a warning (the
+    /// phase's work is safe on its branch).
+    fn write_held_summaries(work: &PhaseWork) {
+        let held = std::mem::take(
+            &mut *work
+                .held_summaries
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for (path, text) in held {
+            if let Err(e) = wavecrew_core::fsutil::write_atomic(&path, text.as_bytes()) {
+                tracing::warn!("{}: {e}", path.display());
+            }
+        }
+    }
+}
+
+/// A phase a person reviews goes through the role kit's finish phase as
+/// one piece of work: the lane, the tests against its base, and the
+/// review gate, which commits it on its branch and holds it (`wavecrew
+/// approve` lands it through the merge queue).
+#[async_trait::async_trait]
+impl Finish for RoadmapRole {
+    type Work = PhaseWork;
+    type Evidence = PhaseChecks;
+
+    fn finish_role(&self) -> &'static str {
+        "executor"
+    }
+
+    fn finish_ctx(&self) -> &RoleContext {
+        &self.ctx
+    }
+
+    fn workspace<'w>(&self, work: &'w PhaseWork) -> &'w Workspace {
+        &work.workspace
+    }
+
+    /// Only a phase in its own worktree goes through the gate: its branch
+    /// says what changed.
+    fn files_in_place(&self, _work: &PhaseWork) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn commit_message(&self, task: &Task, work: &PhaseWork) -> String {
+        format!("{}: phase {}", task.id.as_str(), work.spec.phase)
+    }
+
+    async fn check(
+        &self,
+        _task: &Task,
+        work: &PhaseWork,
+        _files: &[String],
+        _lane_failed: bool,
+    ) -> Result<Checked<PhaseChecks>, PhaseError> {
+        let checks = self.phase_checks(work, work.workspace.dir()).await;
+        let problems = checks.problems();
+        Ok(Checked {
+            failure: (!problems.is_empty()).then(|| problems.join("; ")),
+            inconclusive: Vec::new(),
+            evidence: checks,
+        })
+    }
+
+    async fn completed(
+        &self,
+        task: &Task,
+        work: &PhaseWork,
+        gate: &Gate<'_, PhaseChecks>,
+    ) -> ReportBuilder {
+        Self::write_held_summaries(work);
+        self.phase_report(task, work, &gate.checked.evidence)
+    }
+
+    fn failed(&self, task: &Task, work: &PhaseWork, gate: &Gate<'_, PhaseChecks>) -> ReportBuilder {
+        let report = self.phase_report(task, work, &gate.checked.evidence);
+        match gate.failure {
+            Some(why) => report
+                .status(TaskStatus::Failed)
+                .kind("error")
+                .field("error", why),
+            None => report,
+        }
+    }
+
+    fn awaiting(
+        &self,
+        _task: &Task,
+        work: &PhaseWork,
+        gate: &Gate<'_, PhaseChecks>,
+        held: ReportBuilder,
+    ) -> ReportBuilder {
+        // Its work is committed on its branch: what a resume takes as
+        // done may be written now.
+        Self::write_held_summaries(work);
+        self.phase_fields(work, held)
+            .field("missing_files", &gate.checked.evidence.missing)
+            .field("syntax", &gate.checked.evidence.syntax)
+    }
+
+    /// A phase held for review lands only through a person's approval,
+    /// whose conflicts block it for that person; the gate never lands it
+    /// itself, so there is nothing to revise here.
+    async fn revise(
+        &self,
+        task: &Task,
+        _work: &PhaseWork,
+        unlanded: &Landed,
+    ) -> Result<PhaseWork, PhaseError> {
+        Err(PhaseError(format!(
+            "{}: a roadmap phase held for review is not revised by itself ({}); run it again",
+            task.id.as_str(),
+            unlanded
+                .rejection_brief()
+                .unwrap_or_else(|| unlanded.conflicting_tasks().join(", "))
+        )))
     }
 }
 

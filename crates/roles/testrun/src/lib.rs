@@ -14,8 +14,11 @@
 //!   session under a lock;
 //! * phase 4: the `state_update` appending to `execution_results`,
 //!   `defect_patterns`, `effective_test_patterns` and `coverage_history`
-//!   under the bus lock, then `tests_passed` / `tests_failed` with
-//!   `data.ref` = the run file and the seed's report text.
+//!   under the bus lock; then the fixes through the role kit's finish phase
+//!   (the lane, the tests against the base, the review gate, the merge
+//!   queue with `[integration] verify`), and `tests_passed` /
+//!   `tests_failed` with `data.ref` = the run file and the seed's report
+//!   text.
 //!
 //! ```
 //! use wavecrew_role_testrun::parse_description;
@@ -34,7 +37,9 @@ use regex::Regex;
 use serde_json::{Map, Value, json};
 use wavecrew_core::role::{PhaseError, Report, Role};
 use wavecrew_core::{Mode, NewMessage, Task};
-use wavecrew_role_kit::{Attempt, ReportBuilder, RoleContext, derived_id};
+use wavecrew_role_kit::{
+    Attempt, Checked, Finish, Gate, Landed, ReportBuilder, RoleContext, Workspace, derived_id,
+};
 use wavecrew_validation::{
     FailureDetail, FixReply, FixRequest, Fixer, Framework, LoopOptions, LoopOutcome, Outcome,
     RunResult, SuiteRun, TestCase, TestOptions, TestReport, TestRunner, TestSource, run_fix_loop,
@@ -324,7 +329,7 @@ pub struct TestRunWork {
     /// Where the tests run and the fixes are made: in an isolated session
     /// a worktree of the integration branch (which holds every landed
     /// task's work), whose fixes land through the merge queue.
-    workspace: wavecrew_role_kit::Workspace,
+    workspace: Workspace,
 }
 
 fn dedup_append(existing: Option<&Value>, more: &[String]) -> Value {
@@ -464,11 +469,7 @@ impl Role for TestRunRole {
         let Some((path, r)) = &work.record else {
             return ReportBuilder::failed("error", task, "no run record").build();
         };
-        let rel = path
-            .strip_prefix(&self.ctx.project_root)
-            .unwrap_or(path)
-            .display()
-            .to_string();
+        let rel = self.record_ref(path);
         let layer = work.spec.layer.clone();
         let now = jiff::Timestamp::now().to_string();
         let result = json!({"run_id": r.run_id, "task_id": task.id.as_str(), "pass_rate": r.pass_rate,
@@ -507,39 +508,66 @@ impl Role for TestRunRole {
         if let Err(e) = update {
             return ReportBuilder::failed("error", task, &format!("message bus: {e}")).build();
         }
-        // The fix loop's changes land like any task's work; a conflict
-        // fails the run, naming the files and the tasks.
-        let landed = match work
-            .workspace
-            .land(task, &format!("{}: test fixes", task.id.as_str()), None)
-            .await
-        {
-            Ok(l) => l,
-            Err(e) => return ReportBuilder::phase_failed("error", task, &e).build(),
+        // The fix loop's changes go through the finish phase like any
+        // task's work: the lane, the tests against the base (a deleted
+        // failing test fails it), the review gate, and the merge queue with
+        // `[integration] verify` and one revision.
+        wavecrew_role_kit::finish(self, task, work).await
+    }
+}
+
+#[async_trait::async_trait]
+impl Finish for TestRunRole {
+    type Work = TestRunWork;
+    type Evidence = ();
+
+    fn finish_role(&self) -> &'static str {
+        "executor"
+    }
+
+    fn finish_ctx(&self) -> &RoleContext {
+        &self.ctx
+    }
+
+    fn workspace<'w>(&self, work: &'w TestRunWork) -> &'w Workspace {
+        &work.workspace
+    }
+
+    /// In place, the fixes are not told apart from the project's other
+    /// changes: the lane has nothing to check.
+    fn files_in_place(&self, _work: &TestRunWork) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn commit_message(&self, task: &Task, _work: &TestRunWork) -> String {
+        format!("{}: test fixes", task.id.as_str())
+    }
+
+    /// The fix loop's verdict is the report's (`tests_passed` or
+    /// `tests_failed`): nothing more to check here.
+    async fn check(
+        &self,
+        _task: &Task,
+        _work: &TestRunWork,
+        _files: &[String],
+        _lane_failed: bool,
+    ) -> Result<Checked<()>, PhaseError> {
+        Ok(Checked::passed(()))
+    }
+
+    async fn completed(
+        &self,
+        task: &Task,
+        work: &TestRunWork,
+        _gate: &Gate<'_, ()>,
+    ) -> ReportBuilder {
+        let Some((path, r)) = &work.record else {
+            return ReportBuilder::failed("error", task, "no run record");
         };
-        self.ctx
-            .record_landing("executor", task, &work.workspace, &landed, false);
-        if let Some(conflict) = landed.conflict_json() {
-            return ReportBuilder::failed(
-                "error",
-                task,
-                &format!(
-                    "its test fixes conflict with work landed meanwhile in {}",
-                    conflict["files"]
-                ),
-            )
-            .field("conflict", conflict)
-            .build();
-        }
-        let merge_commit = match &landed {
-            wavecrew_role_kit::Landed::Commit(c) => Some(c.clone()),
-            _ => None,
-        };
-        work.workspace.finish(true);
         let coverage = r
             .coverage
             .map_or_else(|| "unknown".into(), |c| format!("{c:.1}"));
-        let report = ReportBuilder::completed(
+        ReportBuilder::completed(
             if r.passed {
                 "tests_passed"
             } else {
@@ -547,26 +575,55 @@ impl Role for TestRunRole {
             },
             task,
         )
-        .field("ref", &rel)
+        .field("ref", self.record_ref(path))
         .field("run_id", &r.run_id)
         .field("pass_rate", r.pass_rate)
         .field("coverage", r.coverage)
         .field("coverage_target", r.coverage_target)
         .field("iterations", r.iterations)
-        .field("report", report_text(task, r));
-        let report = match work.workspace.branch() {
-            Some((branch, base)) => report
-                .field("branch", branch)
-                .field("base", base)
-                .field("merge_commit", merge_commit),
-            None => report,
+        .field("report", report_text(task, r))
+        .summary(format!(
+            "{}: {coverage}% coverage",
+            if r.passed { "PASSED" } else { "FAILED" }
+        ))
+    }
+
+    fn failed(&self, task: &Task, _work: &TestRunWork, gate: &Gate<'_, ()>) -> ReportBuilder {
+        ReportBuilder::failed("error", task, gate.failure.unwrap_or("a check failed"))
+    }
+
+    fn phase_failed(&self, task: &Task, error: &PhaseError) -> ReportBuilder {
+        ReportBuilder::phase_failed("error", task, error)
+    }
+
+    /// The fix loop again, in a worktree of the new integration tip.
+    async fn revise(
+        &self,
+        task: &Task,
+        work: &TestRunWork,
+        _unlanded: &Landed,
+    ) -> Result<TestRunWork, PhaseError> {
+        let mut revision = TestRunWork {
+            spec: work.spec.clone(),
+            framework: work.framework.clone(),
+            backend: work.backend.clone(),
+            outcome: None,
+            record: None,
+            workspace: self.ctx.workspace(task, task.attempts.max(1) + 1)?,
         };
-        report
-            .summary(format!(
-                "{}: {coverage}% coverage",
-                if r.passed { "PASSED" } else { "FAILED" }
-            ))
-            .build()
+        self.execute(task, &mut revision).await?;
+        Ok(revision)
+    }
+}
+
+impl TestRunRole {
+    /// A run record's path as the bus and the report name it: relative to
+    /// the project.
+    fn record_ref(&self, path: &Path) -> String {
+        path.strip_prefix(&self.ctx.project_root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
     }
 }
 
