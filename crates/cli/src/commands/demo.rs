@@ -22,7 +22,9 @@ pub const FILES: &[(&str, &str)] = &[
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/plan.md",
-        include_str!("../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/plan.md"),
+        include_str!(
+            "../../../../examples/demo/.workflow/.team/TC-demo-todo-api-2026-11-22/plan.md"
+        ),
     ),
     (
         ".workflow/.team/TC-demo-todo-api-2026-11-22/roles/developer.md",
