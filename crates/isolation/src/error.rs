@@ -4,6 +4,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use wavecrew_sys::io::PathIoError;
+
 /// Errors from the worktrees, the integration branch and the merge queue.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -44,16 +46,8 @@ pub enum IsolationError {
         problem: &'static str,
     },
     /// A file or folder could not be read or written.
-    #[error("{op} `{path}`: {source}")]
-    Io {
-        /// What was being done (`creating`, `copying`, `locking`, …).
-        op: &'static str,
-        /// The file or folder.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(PathIoError),
     /// A state file could not be read, written or parsed.
     #[error(transparent)]
     State(#[from] wavecrew_core::CoreError),
@@ -121,11 +115,7 @@ pub enum IsolationError {
 
 impl IsolationError {
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        IsolationError::Io {
-            op,
-            path: path.into(),
-            source,
-        }
+        IsolationError::Io(PathIoError::new(op, path, source))
     }
 }
 
