@@ -182,7 +182,7 @@ pub(crate) type Rewrite<'a> = dyn Fn(&Path, &[u8]) -> io::Result<()> + Sync + 'a
 pub(crate) fn rewrite_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     wavecrew_core::fsutil::write_atomic(path, bytes).map_err(|e| match e {
         // The caller names the file; the temp file's name says nothing.
-        wavecrew_core::CoreError::Io { source, .. } => source,
+        wavecrew_core::CoreError::Io(e) => e.source,
         other => io::Error::other(other.to_string()),
     })
 }

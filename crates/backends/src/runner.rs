@@ -581,7 +581,7 @@ impl CliBackend {
         let bytes = redactor.redact(&String::from_utf8_lossy(&bytes));
         if let Err(e) = (self.record)(&path, bytes.as_bytes()) {
             let (kind, why) = match &e {
-                CoreError::Io { source, .. } => (Some(source.kind()), source.to_string()),
+                CoreError::Io(e) => (Some(e.source.kind()), e.source.to_string()),
                 other => (None, other.to_string()),
             };
             return Err(AttemptError::NotRecorded {
@@ -927,11 +927,11 @@ mod tests {
     }
 
     fn disk_full(path: &Path, _: &[u8]) -> wavecrew_core::Result<()> {
-        Err(CoreError::Io {
-            op: "writing",
-            path: path.to_owned(),
-            source: std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device"),
-        })
+        Err(CoreError::io(
+            "writing",
+            path,
+            std::io::Error::new(std::io::ErrorKind::StorageFull, "No space left on device"),
+        ))
     }
 
     #[tokio::test]

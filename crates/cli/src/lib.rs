@@ -17,6 +17,7 @@ pub mod exit;
 pub mod output;
 pub mod planex;
 pub mod roadmap;
+pub mod runtime;
 pub mod scripted_agent;
 pub mod team;
 pub mod testrun;

@@ -146,7 +146,7 @@ fn spawn_and_stop(args: &TeamArgs, config: Option<&Path>, resume: bool) -> CmdRe
     if let Err(e) = opened.set_hard_budget(args.flags.hard_budget) {
         output::warning(&e.to_string());
     }
-    let rt = commands::run::runtime()?;
+    let rt = crate::runtime::runtime()?;
     let _guard = rt.enter();
     let mut team = opened.team(&args.flags.spec(config));
     let started = if resume {

@@ -4,6 +4,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use wavecrew_sys::io::PathIoError;
+
 use crate::id::IdError;
 
 /// Errors from reading, validating and storing sessions and tasks.
@@ -11,16 +13,8 @@ use crate::id::IdError;
 #[non_exhaustive]
 pub enum CoreError {
     /// A file or folder could not be read or written.
-    #[error("{op} `{path}`: {source}")]
-    Io {
-        /// What was being done ("reading", "writing", "locking", …).
-        op: &'static str,
-        /// The file or folder.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(PathIoError),
     /// A JSON file did not parse, or a field had the wrong shape.
     #[error("`{path}`: {}{message}", field_prefix(field))]
     Json {
@@ -143,11 +137,7 @@ fn context_prefix(context: &str) -> String {
 impl CoreError {
     /// An I/O error on `path` while doing `op`.
     pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        CoreError::Io {
-            op,
-            path: path.into(),
-            source,
-        }
+        CoreError::Io(PathIoError::new(op, path, source))
     }
 
     /// A value error in `field` of `path`.
@@ -172,7 +162,7 @@ impl CoreError {
     /// The kind of the underlying I/O error, for an I/O error.
     pub fn io_kind(&self) -> Option<io::ErrorKind> {
         match self {
-            CoreError::Io { source, .. } => Some(source.kind()),
+            CoreError::Io(e) => Some(e.source.kind()),
             _ => None,
         }
     }
@@ -180,7 +170,7 @@ impl CoreError {
     /// The file or folder of an I/O error.
     pub fn io_path(&self) -> Option<&std::path::Path> {
         match self {
-            CoreError::Io { path, .. } => Some(path),
+            CoreError::Io(e) => Some(&e.path),
             _ => None,
         }
     }

@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use crate::bus::{MessageBus, NewMessage};
 use crate::error::Result;
 use crate::id::TaskId;
-use crate::store::{BlockerRule, Claim, TaskStore, WorkerInfo, task_order};
+use crate::store::{BlockerRule, Claim, TaskStore, WorkerInfo, ready_tasks};
 use crate::task::{Task, TaskStatus};
 
 /// What a role reports when a task ends.
@@ -162,18 +162,10 @@ pub struct WorkerSummary {
 /// blocker completed; lowest id first.
 pub fn discover<R: Role + ?Sized>(role: &R, store: &dyn TaskStore) -> Result<Option<TaskId>> {
     let tasks = store.list()?;
-    let completed: std::collections::HashSet<&TaskId> = tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Completed)
-        .map(|t| &t.id)
-        .collect();
-    let mut ready: Vec<&Task> = tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Pending && role.takes(t))
-        .filter(|t| t.blocked_by.iter().all(|b| completed.contains(b)))
-        .collect();
-    ready.sort_by(|a, b| task_order(&a.id, &b.id));
-    Ok(ready.first().map(|t| t.id.clone()))
+    Ok(ready_tasks(&tasks)
+        .into_iter()
+        .find(|t| role.takes(t))
+        .map(|t| t.id.clone()))
 }
 
 /// Run the worker loop of `role` until no task is left (or the one task
@@ -315,15 +307,9 @@ pub fn fast_advance_successor<R: Role + ?Sized>(
     done: &TaskId,
 ) -> Result<Option<TaskId>> {
     let tasks = store.list()?;
-    let completed: std::collections::HashSet<&TaskId> = tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Completed)
-        .map(|t| &t.id)
-        .collect();
-    let successors: Vec<&Task> = tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Pending && t.blocked_by.contains(done) && role.takes(t))
-        .filter(|t| t.blocked_by.iter().all(|b| completed.contains(b)))
+    let successors: Vec<&Task> = ready_tasks(&tasks)
+        .into_iter()
+        .filter(|t| t.blocked_by.contains(done) && role.takes(t))
         .collect();
     Ok(match successors.as_slice() {
         [one] => Some(one.id.clone()),

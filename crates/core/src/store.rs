@@ -382,6 +382,23 @@ impl FileTaskStore {
     }
 }
 
+/// The tasks that are ready to run: pending, with every blocker completed,
+/// in [`task_order`]. The one place that says which tasks are ready.
+pub fn ready_tasks(tasks: &[Task]) -> Vec<&Task> {
+    let done: std::collections::HashSet<&TaskId> = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Completed)
+        .map(|t| &t.id)
+        .collect();
+    let mut ready: Vec<&Task> = tasks
+        .iter()
+        .filter(|t| t.status == TaskStatus::Pending)
+        .filter(|t| t.blocked_by.iter().all(|b| done.contains(b)))
+        .collect();
+    ready.sort_by(|a, b| task_order(&a.id, &b.id));
+    ready
+}
+
 /// Order tasks by number then text (`IMPL-2` before `IMPL-10`).
 pub fn task_order(a: &TaskId, b: &TaskId) -> std::cmp::Ordering {
     fn key(t: &TaskId) -> (Option<&str>, Option<u64>) {

@@ -44,15 +44,8 @@ pub fn append_wisdom(
     let dir = session_dir.join("wisdom");
     std::fs::create_dir_all(&dir).map_err(|e| crate::error::CoreError::io("creating", &dir, e))?;
     // Workers of one session append at the same time: one at a time.
-    let lock_path = dir.join(".lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| crate::error::CoreError::io("opening", &lock_path, e))?;
-    lock.lock()
-        .map_err(|e| crate::error::CoreError::io("locking", &lock_path, e))?;
+    let _lock = wavecrew_sys::lock::lock_file(&dir.join(".lock"))
+        .map_err(|e| crate::error::CoreError::io(e.step, e.path, e.source))?;
     let path = dir.join(format!("{role}.md"));
     let mut text = std::fs::read_to_string(&path).unwrap_or_default();
     let line = format!("- {}: {first}\n", task.as_str());

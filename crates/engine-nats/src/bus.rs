@@ -219,10 +219,12 @@ impl Mirror {
         let (b, path, stream_name) = (bus.clone(), cursor_path.clone(), name.clone());
         let last = tokio::task::spawn_blocking(move || resume_point(&b, &path, &stream_name))
             .await
-            .map_err(|e| EngineError::Io {
-                op: "reading",
-                path: cursor_path.clone(),
-                source: std::io::Error::other(e.to_string()),
+            .map_err(|e| {
+                EngineError::io(
+                    "reading",
+                    cursor_path.clone(),
+                    std::io::Error::other(e.to_string()),
+                )
             })??;
         tracing::debug!(stream = %name, last, "bus mirror resumes");
         Ok(Mirror {
@@ -327,10 +329,12 @@ impl Mirror {
         let (done, error) =
             tokio::task::spawn_blocking(move || append_batch(&bus, &path, &stream, batch))
                 .await
-                .map_err(|e| EngineError::Io {
-                    op: "mirroring into",
-                    path: self.bus.paths().log(),
-                    source: std::io::Error::other(e.to_string()),
+                .map_err(|e| {
+                    EngineError::io(
+                        "mirroring into",
+                        self.bus.paths().log(),
+                        std::io::Error::other(e.to_string()),
+                    )
                 })?;
         if let Some(&last) = done.last() {
             self.last = last;
@@ -417,11 +421,7 @@ fn read_cursor(path: &Path) -> Result<Option<Cursor>> {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => {
-            return Err(EngineError::Io {
-                op: "reading",
-                path: path.to_owned(),
-                source: e,
-            });
+            return Err(EngineError::io("reading", path, e));
         }
     };
     match serde_json::from_slice(&bytes) {
@@ -509,21 +509,19 @@ fn append_batch(
 
 fn write_cursor(path: &Path, stream: &str, seq: u64, log: &Path) -> Result<()> {
     let offset = std::fs::metadata(log)
-        .map_err(|e| EngineError::Io {
-            op: "reading the length of",
-            path: log.to_owned(),
-            source: e,
-        })?
+        .map_err(|e| EngineError::io("reading the length of", log, e))?
         .len();
     let cursor = Cursor {
         stream: stream.to_owned(),
         seq,
         offset,
     };
-    wavecrew_core::fsutil::write_json_atomic(path, &cursor).map_err(|e| EngineError::Io {
-        op: "writing",
-        path: path.to_owned(),
-        source: std::io::Error::other(e.to_string()),
+    wavecrew_core::fsutil::write_json_atomic(path, &cursor).map_err(|e| {
+        EngineError::io(
+            "writing",
+            path.to_owned(),
+            std::io::Error::other(e.to_string()),
+        )
     })
 }
 

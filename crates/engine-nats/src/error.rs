@@ -4,6 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use wavecrew_sys::io::PathIoError;
+
 /// A boxed error from the NATS client (its error types are many and large).
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
@@ -100,16 +102,8 @@ pub enum EngineError {
         reason: String,
     },
     /// A local file could not be read or written.
-    #[error("{op} `{path}`: {source}")]
-    Io {
-        /// What was being done.
-        op: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(PathIoError),
     /// The file message bus refused a mirrored record.
     #[error("mirroring stream `{stream}` sequence {seq} into `{log}`: {source}")]
     Mirror {
@@ -145,6 +139,11 @@ impl EngineError {
             action: action.into(),
             source: source.into(),
         }
+    }
+
+    /// A local I/O error on `path` while doing `op`.
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        EngineError::Io(PathIoError::new(op, path, source))
     }
 }
 

@@ -34,11 +34,7 @@ impl std::fmt::Debug for Objects {
 }
 
 fn io(op: &'static str, path: &Path, source: std::io::Error) -> EngineError {
-    EngineError::Io {
-        op,
-        path: path.to_owned(),
-        source,
-    }
+    EngineError::io(op, path, source)
 }
 
 impl Objects {

@@ -10,6 +10,8 @@
 
 use std::path::Path;
 
+use wavecrew_sys::git::GitError;
+
 use crate::error::{IsolationError, Result};
 use crate::repo::Repo;
 
@@ -81,10 +83,12 @@ impl Repo {
             .filter_map(|l| l.split_once(' '))
             .find(|(_, name)| *name == reference)
             .map(|(commit, _)| commit.to_owned())
-            .ok_or_else(|| IsolationError::Unexpected {
-                command: line,
-                output: listed.chars().take(400).collect(),
-                expected: "the bundle's ref among the refs it lists",
+            .ok_or_else(|| {
+                IsolationError::Git(GitError::Unexpected {
+                    command: line,
+                    output: listed.chars().take(400).collect(),
+                    expected: "the bundle's ref among the refs it lists",
+                })
             })?;
         let commit = self.must_resolve(&commit)?;
         let moved = self.update_ref(dest, &commit, expected, "wavecrew: from a bundle")?;

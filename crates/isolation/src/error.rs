@@ -4,45 +4,17 @@
 use std::io;
 use std::path::PathBuf;
 
+use wavecrew_sys::io::PathIoError;
+
 /// Errors from the worktrees, the integration branch and the merge queue.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum IsolationError {
-    /// git could not be started at all.
-    #[error("cannot run `{command}`: {source}; expected git >= 2.38 on PATH")]
-    Spawn {
-        /// The command line, for the message.
-        command: String,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
-    /// A git command exited with an error.
-    #[error("`{command}` failed ({status}): {stderr}")]
-    Git {
-        /// The command line, `git -C <dir> <args>`.
-        command: String,
-        /// The exit status as text (`exit status: 128`).
-        status: String,
-        /// What git wrote on stderr, trimmed.
-        stderr: String,
-    },
-    /// A git command's output did not have the expected shape.
-    #[error("`{command}` printed {output:?}; expected {expected}")]
-    Unexpected {
-        /// The command line.
-        command: String,
-        /// The output, as text (possibly truncated).
-        output: String,
-        /// What was expected.
-        expected: &'static str,
-    },
-    /// The installed git is older than 2.38 (no `merge-tree --write-tree`).
-    #[error("git {found} is too old; expected git >= 2.38 (for `git merge-tree --write-tree`)")]
-    GitTooOld {
-        /// The version string git printed.
-        found: String,
-    },
+    /// A git command could not be run, failed, printed what was not
+    /// expected, or git is older than 2.38: the error of the one git
+    /// runner, [`wavecrew_sys::git`], with its message.
+    #[error(transparent)]
+    Git(#[from] wavecrew_sys::git::GitError),
     /// An id that would become a ref name or a path segment was refused.
     #[error(
         "invalid {kind} {given:?}: {problem}; expected 1-128 ASCII letters, digits, `-`, `_` or `.`, not starting with `-` or `.`, without `..`, not ending with `.` or `.lock`"
@@ -74,16 +46,8 @@ pub enum IsolationError {
         problem: &'static str,
     },
     /// A file or folder could not be read or written.
-    #[error("{op} `{path}`: {source}")]
-    Io {
-        /// What was being done (`creating`, `copying`, `locking`, …).
-        op: &'static str,
-        /// The file or folder.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(PathIoError),
     /// A state file could not be read, written or parsed.
     #[error(transparent)]
     State(#[from] wavecrew_core::CoreError),
@@ -151,11 +115,7 @@ pub enum IsolationError {
 
 impl IsolationError {
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        IsolationError::Io {
-            op,
-            path: path.into(),
-            source,
-        }
+        IsolationError::Io(PathIoError::new(op, path, source))
     }
 }
 

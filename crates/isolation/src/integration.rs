@@ -14,9 +14,12 @@ use wavecrew_core::fsutil;
 use crate::error::{IsolationError, Result};
 use crate::git;
 use crate::ids::{check_id, check_rel_path};
+use crate::layout::{SLOTS_DIR, canon, free_slot, list_worktrees, pooled, task_branch_name};
 use crate::lock::lock;
 use crate::repo::Repo;
-use crate::worktree::canon;
+
+// Named here too, as before it moved down to `layout.rs`.
+pub use crate::layout::WORKTREES_SUFFIX;
 
 /// The trailer every commit wavecrew makes for a task carries:
 /// `Wavecrew-Task: <session-id>/<task-id>`.
@@ -119,24 +122,6 @@ pub fn worktrees_dir(repo: &Repo, session: &str) -> PathBuf {
     legacy_worktrees_dir(repo, session)
 }
 
-/// Every folder wavecrew's worktrees of `repo` may live in, whatever
-/// session made them (canonical): the one beside the project and the one
-/// inside the git folder. Only what is under one of these is ever repaired
-/// or removed as wavecrew's.
-pub(crate) fn worktree_roots(repo: &Repo) -> Vec<PathBuf> {
-    let mut roots = vec![canon(&repo.common_dir().join("wavecrew"))];
-    let top = canon(repo.work_tree());
-    if let (Some(parent), Some(name)) = (top.parent(), top.file_name()) {
-        let mut folder = name.to_os_string();
-        folder.push(WORKTREES_SUFFIX);
-        roots.push(canon(&parent.join(folder)));
-    }
-    roots
-}
-
-/// The suffix of the folder beside a project that holds its worktrees.
-pub const WORKTREES_SUFFIX: &str = ".wavecrew";
-
 /// `<common-dir>/wavecrew/worktrees/<session-id>`: where worktrees lived
 /// before, and still do for a shadow repository or a read-only parent.
 fn legacy_worktrees_dir(repo: &Repo, session: &str) -> PathBuf {
@@ -159,18 +144,15 @@ fn writable(dir: &Path) -> bool {
 /// new attempt would take now (the first pooled worktree, or the first
 /// free slot).
 pub fn worktree_path(repo: &Repo, session: &str, task: &str, attempt: u32) -> PathBuf {
-    let slots = worktrees_dir(repo, session).join(crate::pool::SLOTS_DIR);
-    let branch = format!(
-        "refs/heads/{}",
-        crate::worktree::task_branch_name(session, task, attempt)
-    );
-    let listed = crate::worktree::list_worktrees(repo).unwrap_or_default();
+    let slots = worktrees_dir(repo, session).join(SLOTS_DIR);
+    let branch = format!("refs/heads/{}", task_branch_name(session, task, attempt));
+    let listed = list_worktrees(repo).unwrap_or_default();
     listed
         .iter()
         .find(|l| !l.prunable && l.branch.as_deref() == Some(branch.as_str()))
         .map(|l| l.path.clone())
-        .or_else(|| crate::pool::pooled(&slots, &listed))
-        .unwrap_or_else(|| crate::pool::free_slot(&slots, &listed))
+        .or_else(|| pooled(&slots, &listed))
+        .unwrap_or_else(|| free_slot(&slots, &listed))
 }
 
 impl Integration {

@@ -111,6 +111,7 @@ mod ids;
 mod inspect;
 mod integration;
 mod land;
+mod layout;
 mod lock;
 mod pool;
 mod repo;

@@ -37,12 +37,13 @@ use wavecrew_sys::git::{TreeStatus, WorkTreeGit};
 
 use crate::error::{IsolationError, Result};
 use crate::integration::Integration;
+use crate::layout::{
+    Listed, WORKTREE_LOCK, Worktree, canon, list_worktrees, pooled, remove_any, slot_number,
+};
 use crate::lock::lock;
-use crate::worktree::{Listed, WORKTREE_LOCK, Worktree, canon, list_worktrees, remove_any};
 
-/// The folder of the attempts' worktrees inside
-/// [`Integration::worktrees_dir`], one numbered folder each.
-pub const SLOTS_DIR: &str = "slots";
+// Named here too, as before it moved down to `layout.rs`.
+pub use crate::layout::SLOTS_DIR;
 
 /// The most detached worktrees the pool keeps; more are removed when they
 /// come back.
@@ -380,29 +381,6 @@ impl Integration {
     }
 }
 
-/// The lowest-numbered pooled (detached) worktree in `slots`.
-pub(crate) fn pooled(slots: &Path, listed: &[Listed]) -> Option<PathBuf> {
-    let slots = canon(slots);
-    listed
-        .iter()
-        .filter(|l| !l.prunable && l.branch.is_none())
-        .map(|l| canon(&l.path))
-        .filter(|p| p.parent() == Some(slots.as_path()))
-        .filter_map(|p| Some((slot_number(&p)?, p)))
-        .min()
-        .map(|(_, p)| p)
-}
-
-/// The folder of a new worktree in `slots`: the lowest-numbered slot that
-/// is neither on disk nor listed by git.
-pub(crate) fn free_slot(slots: &Path, listed: &[Listed]) -> PathBuf {
-    let listed: Vec<PathBuf> = listed.iter().map(|l| canon(&l.path)).collect();
-    (1..=u64::MAX)
-        .map(|n| slots.join(n.to_string()))
-        .find(|p| fs::symlink_metadata(p).is_err() && !listed.contains(&canon(p)))
-        .unwrap_or_else(|| slots.join("0"))
-}
-
 /// The git folder of the worktree at `path` (its own, not the common
 /// one): what its `.git` file names (`gitdir: <folder>`, as `git worktree
 /// add` writes it), asked of git when the file says otherwise.
@@ -418,11 +396,6 @@ fn own_git_dir(path: &Path) -> Result<PathBuf> {
         .args(["rev-parse", "--absolute-git-dir"])
         .text()?;
     Ok(PathBuf::from(out.trim()))
-}
-
-/// The number of the slot folder `path`.
-fn slot_number(path: &Path) -> Option<u64> {
-    path.file_name()?.to_str()?.parse().ok()
 }
 
 /// The lockfiles of the keyed folders at the top of `dir`, by name.

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use crate::error::{IsolationError, Result};
 use crate::git::{self, Git, git};
-use wavecrew_sys::git::RepoPaths;
+use wavecrew_sys::git::{GitError, RepoPaths};
 
 /// The name used for commits when the repository has no `user.name`.
 pub const FALLBACK_NAME: &str = "wavecrew";
@@ -95,11 +95,11 @@ impl Repo {
         let text = cmd.text()?;
         let lines: Vec<&str> = text.lines().collect();
         let [top, common, index] = lines.as_slice() else {
-            return Err(IsolationError::Unexpected {
+            return Err(IsolationError::Git(GitError::Unexpected {
                 command: line,
                 output: text.clone(),
                 expected: "three absolute paths (top, common dir, index)",
-            });
+            }));
         };
         Ok(Some(Repo::of_work_tree(top, common, index)))
     }
@@ -240,11 +240,11 @@ impl Repo {
         // `--revs-only` drops what does not resolve: both or it is missing.
         match text.split('\n').collect::<Vec<_>>()[..] {
             [c, t] if is_object_id(c) && is_object_id(t) => Ok((c.to_owned(), t.to_owned())),
-            _ => Err(IsolationError::Unexpected {
+            _ => Err(IsolationError::Git(GitError::Unexpected {
                 command: line,
                 output: text,
                 expected: "a commit id and a tree id, one a line",
-            }),
+            })),
         }
     }
 

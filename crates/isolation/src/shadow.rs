@@ -29,6 +29,7 @@ use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 use wavecrew_core::fsutil;
+use wavecrew_sys::git::GitError;
 
 use crate::error::{IsolationError, Result};
 use crate::git::{self, git, quoted};
@@ -499,11 +500,11 @@ fn diff_tree(repo: &Repo, from: &str, to: &str) -> Result<Vec<Change>> {
         // `:<old mode> <new mode> <old blob> <new blob> <status>`
         let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
         let (Some(path), [_, mode, _, blob, status]) = (path, parts.as_slice()) else {
-            return Err(IsolationError::Unexpected {
+            return Err(IsolationError::Git(GitError::Unexpected {
                 command: line,
                 output: meta.clone(),
                 expected: "`:<mode> <mode> <blob> <blob> <status>` then a path",
-            });
+            }));
         };
         let status = status.chars().next().unwrap_or('M');
         changes.insert(

@@ -25,63 +25,21 @@ use crate::error::{IsolationError, Result};
 use crate::git::{self, git};
 use crate::ids::{check_id, check_rel_path};
 use crate::integration::Integration;
+use crate::layout::{Listed, SLOTS_DIR, free_slot, remove_any, task_branch_name};
 use crate::lock::lock;
-use crate::pool::SLOTS_DIR;
+use crate::pool::Claim;
 use crate::repo::Repo;
 
-/// The prefix of task branches: `wavecrew-tasks/<session-id>/<task>/<attempt>`.
-///
-/// Not under `wavecrew/<session-id>/`: that name is the integration branch,
-/// and git cannot have both a ref and a folder of refs with one name.
-pub const TASK_BRANCH_PREFIX: &str = "wavecrew-tasks/";
+// Named here too, as before they moved down to `layout.rs`.
+pub use crate::layout::{TASK_BRANCH_PREFIX, Worktree};
+pub(crate) use crate::layout::{WORKTREE_LOCK, canon, list_worktrees};
+
 /// The folder of read-only worktrees inside [`Integration::worktrees_dir`].
 pub const DETACHED_DIR: &str = ".detached";
-/// The short name of the branch of attempt `attempt` of `task` in session
-/// `session`: `wavecrew-tasks/<session>/<task>/<attempt>`.
-pub(crate) fn task_branch_name(session: &str, task: &str, attempt: u32) -> String {
-    format!("{TASK_BRANCH_PREFIX}{session}/{task}/{attempt}")
-}
 
 /// The extension of the marker beside an attempt's record while a pooled
 /// worktree taken over for it is being reset.
 const RESETTING: &str = "resetting";
-/// The lock that serialises worktree creation and removal.
-pub(crate) const WORKTREE_LOCK: &str = "worktrees.lock";
-
-/// A worktree wavecrew made: a task attempt's, or a read-only one.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Worktree {
-    /// Its folder, inside [`Integration::worktrees_dir`].
-    pub path: PathBuf,
-    /// Its branch's short name (`wavecrew-tasks/<sid>/<task>/<attempt>`);
-    /// empty for a detached, read-only worktree.
-    pub branch: String,
-    /// The commit it started from (the integration tip at the time).
-    pub base: String,
-    /// The task id; for a read-only worktree, its name.
-    pub task: String,
-    /// Where its build state came from: what was seeded from the project
-    /// and why not where it was not ([`Integration::seed_build_state`]),
-    /// one line each; empty when nothing was asked.
-    pub build_state: Vec<String>,
-    /// Whether an earlier attempt's `[isolation] setup` holds for it: a
-    /// warm worktree whose dependency files (lockfiles, manifests) did not
-    /// change with the switch; false for a fresh one.
-    pub set_up_before: bool,
-    /// Whether this open checked it out or reset it to its branch (a new
-    /// slot, or a pooled one taken over): nothing in it differs from its
-    /// base yet but the linked session folder (see `link_session`). False
-    /// for one found again (a resumed attempt keeps its work) and for a
-    /// read-only one.
-    pub fresh: bool,
-}
-
-impl Worktree {
-    /// Whether this is a detached, read-only worktree (no branch).
-    pub fn is_detached(&self) -> bool {
-        self.branch.is_empty()
-    }
-}
 
 /// What `state_dir/worktrees/<task>/<attempt>.json` records.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -93,92 +51,6 @@ struct Record {
     base: String,
 }
 
-/// One entry of `git worktree list --porcelain`.
-#[derive(Debug)]
-pub(crate) struct Listed {
-    pub(crate) path: PathBuf,
-    pub(crate) head: Option<String>,
-    pub(crate) branch: Option<String>,
-    pub(crate) prunable: bool,
-}
-
-/// Remove what a `git worktree add` of ours killed half-way left in
-/// `<common-dir>/worktrees/`: an entry without its `commondir` or `HEAD`
-/// (or with one still empty)
-/// (git writes `gitdir` first) whose `gitdir` points into wavecrew's own
-/// folder. Every later `git worktree list` fails on such an entry. Nothing
-/// of anyone else's is touched. Returns whether anything was removed.
-fn repair_half_added(repo: &Repo) -> bool {
-    let roots = crate::integration::worktree_roots(repo);
-    let Ok(entries) = fs::read_dir(repo.common_dir().join("worktrees")) else {
-        return false;
-    };
-    let mut removed = false;
-    for entry in entries.flatten() {
-        let admin = entry.path();
-        let written = |f: &str| fs::metadata(admin.join(f)).is_ok_and(|m| m.len() > 0);
-        if written("commondir") && written("HEAD") {
-            continue;
-        }
-        let Ok(gitdir) = fs::read_to_string(admin.join("gitdir")) else {
-            continue;
-        };
-        let worktree = Path::new(gitdir.trim()).parent().map(canon);
-        if worktree.is_some_and(|w| roots.iter().any(|r| w.starts_with(r) && &w != r)) {
-            removed |= fs::remove_dir_all(&admin).is_ok();
-        }
-    }
-    removed
-}
-
-/// Every worktree git knows of.
-pub(crate) fn list_worktrees(repo: &Repo) -> Result<Vec<Listed>> {
-    let list = || {
-        repo.git()
-            .args(["worktree", "list", "--porcelain", "-z"])
-            .run()
-    };
-    let out = match list() {
-        Ok(out) => out,
-        Err(e) if repair_half_added(repo) => list().map_err(|_| e)?,
-        Err(e) => return Err(e.into()),
-    };
-    let mut all = Vec::new();
-    let mut current: Option<Listed> = None;
-    for field in git::split_nul(&out) {
-        let (key, value) = field.split_once(' ').unwrap_or((field.as_str(), ""));
-        match key {
-            "worktree" => {
-                all.extend(current.take());
-                current = Some(Listed {
-                    path: PathBuf::from(value),
-                    head: None,
-                    branch: None,
-                    prunable: false,
-                });
-            }
-            "HEAD" => {
-                if let Some(c) = current.as_mut() {
-                    c.head = Some(value.to_owned());
-                }
-            }
-            "branch" => {
-                if let Some(c) = current.as_mut() {
-                    c.branch = Some(value.to_owned());
-                }
-            }
-            "prunable" => {
-                if let Some(c) = current.as_mut() {
-                    c.prunable = true;
-                }
-            }
-            _ => {}
-        }
-    }
-    all.extend(current);
-    Ok(all)
-}
-
 /// Remove worktrees in wavecrew's own folder that a killed `git worktree
 /// add` left unborn: git writes the entry's `HEAD` as the null id first and
 /// points it at the branch last, so an entry whose `HEAD` is still all
@@ -187,7 +59,7 @@ pub(crate) fn list_worktrees(repo: &Repo) -> Result<Vec<Listed>> {
 /// under the worktree lock: an add of ours in progress looks the same.
 /// Returns whether anything was removed.
 fn remove_unborn(repo: &Repo, listed: &[Listed]) -> Result<bool> {
-    let roots = crate::integration::worktree_roots(repo);
+    let roots = crate::layout::worktree_roots(repo);
     let mut removed = false;
     for l in listed {
         let unborn = l
@@ -216,11 +88,6 @@ fn list_worktrees_repaired(repo: &Repo) -> Result<Vec<Listed>> {
         return list_worktrees(repo);
     }
     Ok(listed)
-}
-
-/// `path` with symlinks resolved when it exists, as given otherwise.
-pub(crate) fn canon(path: &Path) -> PathBuf {
-    fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
 }
 
 impl Integration {
@@ -344,7 +211,7 @@ impl Integration {
                 } else if resetting.exists() {
                     // Killed while it was being reset: reset again (its
                     // dependency folders counted as stale).
-                    claimed = Some(crate::pool::Claim::unknown());
+                    claimed = Some(Claim::unknown());
                 }
                 l.path.clone()
             }
@@ -362,8 +229,7 @@ impl Integration {
                     if !fresh {
                         fsutil::write_atomic(&resetting, b"{}")?;
                     }
-                    let path =
-                        crate::pool::free_slot(&self.worktrees_dir().join(SLOTS_DIR), &listed);
+                    let path = free_slot(&self.worktrees_dir().join(SLOTS_DIR), &listed);
                     self.add_worktree(&path, &["--no-checkout", &branch])?;
                     new_slot = true;
                     path
@@ -808,7 +674,7 @@ impl Integration {
         if let Some(root) = dir.parent()
             && root.file_name().is_some_and(|n| {
                 n.to_string_lossy()
-                    .ends_with(crate::integration::WORKTREES_SUFFIX)
+                    .ends_with(crate::layout::WORKTREES_SUFFIX)
             })
         {
             let _ = fs::remove_dir(root);
@@ -834,19 +700,6 @@ fn sweep(dir: &Path, keep: &[PathBuf]) -> Result<()> {
         remove_any(&path)?;
     }
     Ok(())
-}
-
-/// Remove a file, a symlink (not its target) or a folder tree.
-pub(crate) fn remove_any(path: &Path) -> Result<()> {
-    let Ok(meta) = fs::symlink_metadata(path) else {
-        return Ok(());
-    };
-    let removed = if meta.is_dir() {
-        fs::remove_dir_all(path)
-    } else {
-        fs::remove_file(path)
-    };
-    removed.map_err(|e| IsolationError::io("removing", path, e))
 }
 
 /// The bytes of the files under `dir` (links not followed), counted until

@@ -4,6 +4,8 @@
 use std::io;
 use std::path::PathBuf;
 
+use wavecrew_sys::io::PathIoError;
+
 use wavecrew_core::IdError;
 
 /// Errors from the bus.
@@ -11,16 +13,8 @@ use wavecrew_core::IdError;
 #[non_exhaustive]
 pub enum BusError {
     /// A file of the bus could not be read or written.
-    #[error("{op} `{path}`: {source}")]
-    Io {
-        /// What was being done.
-        op: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(PathIoError),
     /// The session key is not a valid session id.
     #[error("--session-id: {0}")]
     Key(#[from] IdError),
@@ -81,11 +75,7 @@ fn known_sessions(existing: &[String]) -> String {
 
 impl BusError {
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        BusError::Io {
-            op,
-            path: path.into(),
-            source,
-        }
+        BusError::Io(PathIoError::new(op, path, source))
     }
 
     /// Whether the caller's input is at fault (exit code 2) rather than the

@@ -4,7 +4,6 @@
 //! interruption its parts share, which tasks are ready, and the
 //! orchestrator's records on the bus ([`log_record`]).
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -160,18 +159,7 @@ pub type ProgressFn = Arc<dyn Fn(&Progress) + Send + Sync>;
 /// Tasks whose blockers are all completed and that are pending, in id
 /// order.
 pub fn ready_tasks(tasks: &[Task]) -> Vec<&Task> {
-    let done: HashSet<&TaskId> = tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Completed)
-        .map(|t| &t.id)
-        .collect();
-    let mut ready: Vec<&Task> = tasks
-        .iter()
-        .filter(|t| t.status == TaskStatus::Pending)
-        .filter(|t| t.blocked_by.iter().all(|b| done.contains(b)))
-        .collect();
-    ready.sort_by(|a, b| wavecrew_core::store::task_order(&a.id, &b.id));
-    ready
+    wavecrew_core::store::ready_tasks(tasks)
 }
 
 /// A record of the orchestrator on the bus: from `executor` to the

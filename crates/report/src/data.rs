@@ -13,7 +13,7 @@ use serde_json::Value;
 use wavecrew_core::{Task, TaskId, TaskStatus, TaskStore, Usage};
 use wavecrew_scheduler::{BuildOptions, CyclePolicy, Dag, TaskNode};
 
-pub use crate::task::{AttemptInfo, TaskReport};
+pub use crate::task::{AWAITING_REVIEW, AttemptInfo, TaskReport};
 
 /// A report could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -83,11 +83,6 @@ impl RunData {
         self.index.get(id).and_then(|&i| self.tasks.get(i))
     }
 }
-
-/// The state the reports and `status` give a task whose validated work
-/// waits for a person's review (`blocked` in the store, with
-/// `awaiting_review` in its result).
-pub const AWAITING_REVIEW: &str = "awaiting_review";
 
 /// Bus record types that end a task.
 pub const FINAL_KINDS: [&str; 10] = [

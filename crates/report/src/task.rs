@@ -34,6 +34,11 @@ pub struct AttemptInfo {
     pub host: Option<String>,
 }
 
+/// The state the reports and `status` give a task whose validated work
+/// waits for a person's review (`blocked` in the store, with
+/// `awaiting_review` in its result).
+pub const AWAITING_REVIEW: &str = "awaiting_review";
+
 /// One task, as the reports show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TaskReport {
@@ -43,7 +48,7 @@ pub struct TaskReport {
     pub title: String,
     /// The owner role.
     pub role: Option<String>,
-    /// The state.
+    /// The state: the store's, or [`AWAITING_REVIEW`].
     pub state: String,
     /// Its wave (1-based), when the graph is valid.
     pub wave: Option<usize>,

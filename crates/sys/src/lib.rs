@@ -9,6 +9,8 @@
 //!   async runtime;
 //! * [`path`]: project-relative paths checked once ([`path::ProjectPath`]),
 //!   and a task's working folder resolved the same way by every caller;
+//! * [`io`]: the I/O error at a path every crate's error carries
+//!   ([`io::PathIoError`]);
 //! * [`lock`]: exclusive file locks ([`lock::FileLock`]);
 //! * [`sandbox`]: confining where a child process tree may write
 //!   (Landlock).
@@ -23,6 +25,7 @@
 //! ```
 
 pub mod git;
+pub mod io;
 pub mod lock;
 pub mod path;
 pub mod process;

@@ -6,21 +6,15 @@
 use std::io;
 use std::path::PathBuf;
 
+use wavecrew_sys::io::PathIoError;
+
 /// Why validation could not produce evidence.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ValidationError {
     /// A file or folder could not be read or written.
-    #[error("{op} `{path}`: {source}")]
-    Io {
-        /// What was being done ("reading", "copying", …).
-        op: &'static str,
-        /// The file or folder.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: io::Error,
-    },
+    #[error(transparent)]
+    Io(PathIoError),
     /// A test or coverage report is not what its format says it is.
     #[error("`{path}`: malformed {format} report: {message}")]
     MalformedReport {
@@ -94,11 +88,7 @@ fn exit_suffix(code: Option<i32>) -> String {
 impl ValidationError {
     /// An I/O error on `path`.
     pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
-        ValidationError::Io {
-            op,
-            path: path.into(),
-            source,
-        }
+        ValidationError::Io(PathIoError::new(op, path, source))
     }
 
     /// A malformed report.

@@ -111,15 +111,8 @@ pub fn write_run_result(session: &Path, outcome: &LoopOutcome) -> Result<(PathBu
     let dir = session.join("results");
     std::fs::create_dir_all(&dir).map_err(|e| ValidationError::io("creating", &dir, e))?;
     // Two workers of one session must not take the same number.
-    let lock_path = dir.join(".lock");
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| ValidationError::io("opening", &lock_path, e))?;
-    lock.lock()
-        .map_err(|e| ValidationError::io("locking", &lock_path, e))?;
+    let _lock = wavecrew_sys::lock::lock_file(&dir.join(".lock"))
+        .map_err(|e| ValidationError::io(e.step, e.path, e.source))?;
     let number = next_run_number(&dir)?;
     let result = RunResult::from_outcome(outcome, number);
     let path = dir.join(format!("{}.json", result.run_id));

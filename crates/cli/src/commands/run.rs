@@ -154,7 +154,7 @@ pub fn foreground(
     if let Err(e) = opened.set_hard_budget(spec.hard_budget) {
         output::warning(&e.to_string());
     }
-    let rt = runtime()?;
+    let rt = crate::runtime::runtime()?;
     if let Some(flags) = ui {
         rt.block_on(super::ui::start(&opened.valid.dir, flags))?;
     }
@@ -300,15 +300,6 @@ fn progress_line(bar: Option<&indicatif::ProgressBar>, session_dir: &Path, p: &P
         (Some(bar), _) => bar.println(format!("[{}] {line}", clock())),
         (None, _) => output::progress(&format!("[{}] {line}", clock())),
     }
-}
-
-/// The async runtime of a run: two worker threads.
-pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(CliError::internal)
 }
 
 fn clock() -> String {

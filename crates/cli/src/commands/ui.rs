@@ -92,7 +92,7 @@ pub async fn start(session: &Path, flags: &UiFlags) -> Result<(), CliError> {
 /// Run `wavecrew ui`: serve until interrupted.
 pub fn run(args: &UiArgs) -> CmdResult {
     let session = existing_session(&args.session, &args.root)?;
-    let rt = super::run::runtime()?;
+    let rt = crate::runtime::runtime()?;
     rt.block_on(async {
         start(&session, &args.flags).await?;
         output::progress("serving until interrupted (Ctrl-C)");

@@ -2,6 +2,7 @@
 //! and then commit by commit; refs move only by compare-and-swap.
 
 use wavecrew_isolation::{Bundled, IsolationError, Repo};
+use wavecrew_sys::git::GitError;
 
 use crate::support::{Project, git_in};
 
@@ -96,7 +97,7 @@ fn an_increment_without_its_base_and_bad_ref_names_are_refused() {
         .fetch_bundle(&file, "refs/heads/main", "refs/heads/x", "")
         .unwrap_err();
     assert!(
-        matches!(&err, IsolationError::Git { command, .. } if command.contains("bundle verify")),
+        matches!(&err, IsolationError::Git(GitError::Failed { command, .. }) if command.contains("bundle verify")),
         "{err}"
     );
     assert_eq!(cache.ref_commit("refs/heads/x").unwrap(), None);

@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 use wavecrew_isolation::{Inspection, Repo};
 
-use crate::task::TaskReport;
+use crate::task::{AWAITING_REVIEW, TaskReport};
 pub use crate::task::{Conflict, MergeEvent, TaskMerge, UpstreamCommit};
 
 mod text;
@@ -393,7 +393,7 @@ pub fn collect_queue(
             .as_ref()
             .map(TaskMerge::all_conflicts)
             .unwrap_or_default();
-        if t.state == crate::data::AWAITING_REVIEW {
+        if t.state == AWAITING_REVIEW {
             awaiting_review.push(WaitingEntry {
                 task: t.id.clone(),
                 branch: worktree_branch(session_dir, &t.id)
