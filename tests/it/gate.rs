@@ -7,6 +7,7 @@
 //! deleted instead of fixed, and `review = "human"`. Nothing of theirs
 //! lands on the integration branch.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -197,12 +198,13 @@ fn assert_nothing_landed(root: &Path, session_id: &str) {
 fn task_file(session: &str, role: Option<&str>, roles: &str) -> String {
     let mut text = format!("goal = \"Fix add\"\nsession = \"{session}\"\n\n{roles}\n");
     for m in MISBEHAVIOURS {
-        text.push_str(&format!(
+        let _ = write!(
+            text,
             "[[tasks]]\ntitle = \"Fix add ({m})\"\ndescription = \"Make add add. misbehave={m}\"\n\
              files = {FILES:?}\n"
-        ));
+        );
         if let Some(role) = role {
-            text.push_str(&format!("role = \"{role}\"\n"));
+            let _ = writeln!(text, "role = \"{role}\"");
         }
         if m == "review" {
             text.push_str("review = \"human\"\n");

@@ -12,9 +12,9 @@ use std::collections::BTreeSet;
 use crate::error::{IsolationError, Result};
 use crate::git::{self, git};
 use crate::integration::{Integration, LAND_LOCK, TRAILER};
+use crate::layout::{TASK_BRANCH_PREFIX, Worktree, canon};
 use crate::lock::lock;
 use crate::verify::{Verdict, Verify};
-use crate::worktree::{TASK_BRANCH_PREFIX, Worktree, canon};
 use wavecrew_sys::git::TreeStatus;
 
 /// What a landing lands: a task's worktree (its uncommitted work is

@@ -128,8 +128,9 @@ pub use integration::{
     worktree_path, worktrees_dir,
 };
 pub use land::{Landing, Upstream, Work};
+pub use layout::{TASK_BRANCH_PREFIX, Worktree};
 pub use pool::{POOL_MAX, SLOTS_DIR};
 pub use repo::{FALLBACK_EMAIL, FALLBACK_NAME, Repo};
 pub use shadow::{SHADOW_BRANCH, SHADOW_DIR, shadow_worktree_path};
 pub use verify::{Verdict, Verify};
-pub use worktree::{DETACHED_DIR, TASK_BRANCH_PREFIX, Worktree};
+pub use worktree::DETACHED_DIR;

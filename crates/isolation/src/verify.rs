@@ -6,8 +6,9 @@ use crate::error::Result;
 use crate::git::git;
 use crate::ids::check_rel_path;
 use crate::integration::Integration;
+use crate::layout::{WORKTREE_LOCK, Worktree, canon, list_worktrees};
 use crate::lock::lock;
-use crate::worktree::{DETACHED_DIR, WORKTREE_LOCK, Worktree, canon, list_worktrees};
+use crate::worktree::DETACHED_DIR;
 
 /// The folder name of the candidates' worktree under `.detached/`.
 const CANDIDATE: &str = "merge-candidate";

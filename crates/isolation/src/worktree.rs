@@ -25,14 +25,13 @@ use crate::error::{IsolationError, Result};
 use crate::git::{self, git};
 use crate::ids::{check_id, check_rel_path};
 use crate::integration::Integration;
-use crate::layout::{Listed, SLOTS_DIR, free_slot, remove_any, task_branch_name};
+use crate::layout::{
+    Listed, SLOTS_DIR, WORKTREE_LOCK, Worktree, canon, free_slot, list_worktrees, remove_any,
+    task_branch_name,
+};
 use crate::lock::lock;
 use crate::pool::Claim;
 use crate::repo::Repo;
-
-// Named here too, as before they moved down to `layout.rs`.
-pub use crate::layout::{TASK_BRANCH_PREFIX, Worktree};
-pub(crate) use crate::layout::{WORKTREE_LOCK, canon, list_worktrees};
 
 /// The folder of read-only worktrees inside [`Integration::worktrees_dir`].
 pub const DETACHED_DIR: &str = ".detached";
