@@ -764,6 +764,13 @@ fn a_failing_setup_is_an_environment_error_and_the_agent_never_runs() {
         "{error}"
     );
     assert!(error.contains("registry unreachable"), "{error}");
+    // The kind says it, for scripts: never the agent's failure.
+    assert_eq!(
+        t.result.as_ref().unwrap()["error_kind"],
+        "environment",
+        "{:#}",
+        t.result.as_ref().unwrap()
+    );
     assert!(
         !p.session().join("attempts/IMPL-001/1").exists(),
         "the agent ran"

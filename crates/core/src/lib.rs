@@ -42,7 +42,9 @@ pub use error::{CoreError, Result};
 pub use id::{IdError, IdKind, IdProblem, RoleName, SessionId, TaskId};
 pub use layout::SessionLayout;
 pub use plan::{Plan, PlanDependency};
-pub use role::{PhaseError, Report, Role, WorkerOptions, WorkerSummary, run_worker};
+pub use role::{
+    PhaseError, PhaseErrorKind, Report, Role, WorkerOptions, WorkerSummary, run_worker,
+};
 pub use session::{RoleEntry, SessionStatus, TeamSession};
 pub use source::{LoadedTasks, SourceKind};
 pub use store::{

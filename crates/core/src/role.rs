@@ -53,10 +53,86 @@ impl Report {
     }
 }
 
-/// An error inside a role's phase: it becomes a failure report.
+/// An error inside a role's phase: it becomes a failure report. Its
+/// [`kind`](PhaseError::kind) says what failed, for code to tell apart
+/// (never its message text, which is for people).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct PhaseError(pub String);
+#[error("{message}")]
+pub struct PhaseError {
+    /// What failed.
+    pub kind: PhaseErrorKind,
+    /// What happened, for people: the task's report carries it.
+    pub message: String,
+}
+
+/// What a role's phase failed on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PhaseErrorKind {
+    /// The task's own input: its description, plan, solution, phase or
+    /// `working_dir`, an id that cannot be derived.
+    Input,
+    /// The agent: its attempts did not succeed, or a review or a fix
+    /// through it failed.
+    Agent,
+    /// The environment: a setup command, a tool the checks run, a test
+    /// runner that cannot start. Never the agent's failure.
+    Environment,
+    /// git and the task's worktree: opening, committing, the merge queue.
+    Workspace,
+    /// The session's files or its bus.
+    Session,
+    /// A prompt template that does not render.
+    Prompt,
+    /// A check of the work that failed (the lane, the tests, the review).
+    Check,
+}
+
+impl PhaseError {
+    /// An error of `kind`.
+    pub fn new(kind: PhaseErrorKind, message: impl Into<String>) -> Self {
+        PhaseError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// [`PhaseErrorKind::Input`].
+    pub fn input(message: impl Into<String>) -> Self {
+        Self::new(PhaseErrorKind::Input, message)
+    }
+
+    /// [`PhaseErrorKind::Agent`].
+    pub fn agent(message: impl Into<String>) -> Self {
+        Self::new(PhaseErrorKind::Agent, message)
+    }
+
+    /// [`PhaseErrorKind::Environment`].
+    pub fn environment(message: impl Into<String>) -> Self {
+        Self::new(PhaseErrorKind::Environment, message)
+    }
+
+    /// [`PhaseErrorKind::Workspace`].
+    pub fn workspace(message: impl Into<String>) -> Self {
+        Self::new(PhaseErrorKind::Workspace, message)
+    }
+
+    /// [`PhaseErrorKind::Session`].
+    pub fn session(message: impl Into<String>) -> Self {
+        Self::new(PhaseErrorKind::Session, message)
+    }
+
+    /// [`PhaseErrorKind::Prompt`].
+    pub fn prompt(message: impl Into<String>) -> Self {
+        Self::new(PhaseErrorKind::Prompt, message)
+    }
+
+    /// [`PhaseErrorKind::Check`].
+    pub fn check(message: impl Into<String>) -> Self {
+        Self::new(PhaseErrorKind::Check, message)
+    }
+}
 
 /// One role of a team pipeline.
 #[async_trait::async_trait]
@@ -108,7 +184,13 @@ pub trait Role: Send + Sync {
     }
     /// The report of a task whose phase 2 or 3 failed.
     fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
-        Report::failure("task_failed", task, &error.0)
+        let mut report = Report::failure("task_failed", task, &error.message);
+        let kind = serde_json::to_value(error.kind).unwrap_or(Value::Null);
+        report.data.insert("error_kind".into(), kind.clone());
+        if let Value::Object(result) = &mut report.result {
+            result.insert("error_kind".into(), kind);
+        }
+        report
     }
 }
 

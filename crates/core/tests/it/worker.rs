@@ -84,7 +84,7 @@ impl Role for Echo {
     async fn prepare(&self, task: &Task) -> Result<String, PhaseError> {
         self.seen.lock().unwrap().push(task.id.as_str().to_owned());
         if task.description.contains("fail") {
-            return Err(PhaseError("the plan is missing".into()));
+            return Err(PhaseError::input("the plan is missing"));
         }
         Ok(task.description.clone())
     }

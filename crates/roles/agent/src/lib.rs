@@ -150,8 +150,9 @@ impl Role for AgentRole {
     async fn prepare(&self, task: &Task) -> Result<AgentWork, PhaseError> {
         let decision = self.ctx.decide(task, None);
         let artifacts = wavecrew_core::SessionLayout::new(&self.ctx.session_dir).artifacts();
-        std::fs::create_dir_all(&artifacts)
-            .map_err(|e| PhaseError(format!("cannot create {}: {e}", artifacts.display())))?;
+        std::fs::create_dir_all(&artifacts).map_err(|e| {
+            PhaseError::session(format!("cannot create {}: {e}", artifacts.display()))
+        })?;
         Ok(AgentWork {
             backend: decision.backend,
             artifacts_before: list_files(&artifacts),
@@ -188,7 +189,7 @@ impl Role for AgentRole {
         let failure = (!run.success).then(|| run.failure.clone().unwrap_or_default());
         work.run = Some(run);
         match failure {
-            Some(f) => Err(PhaseError(f)),
+            Some(f) => Err(PhaseError::agent(f)),
             None => Ok(()),
         }
     }

@@ -112,7 +112,7 @@ impl Executor {
     /// `root`.
     fn work_dir(task: &Task, root: &std::path::Path) -> Result<PathBuf, PhaseError> {
         let dir = wavecrew_sys::path::working_dir(root, task.working_dir())
-            .map_err(|e| PhaseError(format!("the task's working_dir {e}")))?;
+            .map_err(|e| PhaseError::input(format!("the task's working_dir {e}")))?;
         Ok(if dir.is_dir() { dir } else { root.to_owned() })
     }
 }
@@ -224,7 +224,7 @@ impl Executor {
         let plan_path = self.plan_path(task);
         let plan = match &plan_path {
             Some(p) => Some(Plan::parse(&std::fs::read_to_string(p).map_err(|e| {
-                PhaseError(format!("cannot read the plan {}: {e}", p.display()))
+                PhaseError::input(format!("cannot read the plan {}: {e}", p.display()))
             })?)),
             None => None,
         };
@@ -394,7 +394,7 @@ impl Role for Executor {
             };
             work.run = Some(merged);
             if !run.success {
-                return Err(PhaseError(
+                return Err(PhaseError::agent(
                     run.failure
                         .unwrap_or_else(|| "the backend did not succeed".into()),
                 ));

@@ -176,7 +176,9 @@ impl RoleContext {
             .as_ref()
             .map(|g| wavecrew_isolation::RepoGuard::of_common_dir(&g.common_dir))
             .transpose()
-            .map_err(|e| PhaseError(format!("reading the repository's git configuration: {e}")))?;
+            .map_err(|e| {
+                PhaseError::workspace(format!("reading the repository's git configuration: {e}"))
+            })?;
         let run = run_task(&TaskAttempts {
             config: &self.config,
             backend: spec.backend,
@@ -192,14 +194,14 @@ impl RoleContext {
         .await;
         if let Some(guard) = guard {
             let found = guard.restore().map_err(|e| {
-                PhaseError(format!(
+                PhaseError::check(format!(
                     "{}: the agent changed the repository's git configuration or hooks, and \
                      they could not be put back: {e}",
                     spec.id.as_str()
                 ))
             })?;
             if !found.is_empty() {
-                return Err(PhaseError(format!(
+                return Err(PhaseError::check(format!(
                     "{}: the agent changed what git runs ({}); wavecrew put it back. Git \
                      takes commands from these files (hooks, the fsmonitor, filter and diff \
                      drivers), so an attempt that changes them fails",
@@ -249,7 +251,7 @@ pub fn derived_id(task: &TaskId, suffix: &str) -> Result<TaskId, PhaseError> {
 /// hold) or one equal to the task's id is an error.
 pub fn derived_id_from(name: &str, task: &TaskId) -> Result<TaskId, PhaseError> {
     let bad = |why: String| {
-        PhaseError(format!(
+        PhaseError::input(format!(
             "{}: cannot derive an attempt id from `{name}`: {why}",
             task.as_str()
         ))
@@ -353,9 +355,9 @@ pub(crate) mod tests {
         );
         // Never silently the task's own id.
         let e = derived_id_from("IMPL-001", &task).unwrap_err();
-        assert!(e.0.contains("the task's own id"), "{e}");
+        assert!(e.message.contains("the task's own id"), "{e}");
         let e = derived_id(&task, "re/view").unwrap_err();
-        assert!(e.0.contains("cannot derive an attempt id"), "{e}");
+        assert!(e.message.contains("cannot derive an attempt id"), "{e}");
     }
 
     #[test]
@@ -381,7 +383,7 @@ pub(crate) mod tests {
             .attempt(&Attempt::new(&task, "echo", &cwd, Mode::Write, &broken))
             .await
             .unwrap_err();
-        assert!(e.0.starts_with("prompt template `execution`"), "{e}");
+        assert!(e.message.starts_with("prompt template `execution`"), "{e}");
         // Only a retry's prompt fails: still nothing runs.
         let retry_broken = |_: u32, error: Option<&str>| match error {
             None => Ok("do it".to_owned()),
@@ -397,7 +399,7 @@ pub(crate) mod tests {
             ))
             .await
             .unwrap_err();
-        assert!(e.0.starts_with("prompt template `review`"), "{e}");
+        assert!(e.message.starts_with("prompt template `review`"), "{e}");
         assert!(
             !wavecrew_backends::attempts::task_attempts_dir(&ctx.session_dir, &task).exists(),
             "no attempt started"

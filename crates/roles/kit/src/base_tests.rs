@@ -99,8 +99,8 @@ impl RoleContext {
                 Ok::<_, wavecrew_isolation::IsolationError>(wt)
             })
             .await
-            .map_err(|e| PhaseError(format!("the base's worktree: {e}")))?
-            .map_err(|e| PhaseError(format!("the base's worktree: {e}")))?
+            .map_err(|e| PhaseError::workspace(format!("the base's worktree: {e}")))?
+            .map_err(|e| PhaseError::workspace(format!("the base's worktree: {e}")))?
         };
         let base_run = async {
             self.run_setup(&made.path, &folder.join("setup-base.log"))?;
@@ -112,8 +112,11 @@ impl RoleContext {
                 },
             )
             .await
-            .map_err(|e| PhaseError(e.to_string()))?;
-            runner.run().await.map_err(|e| PhaseError(e.to_string()))
+            .map_err(|e| PhaseError::environment(e.to_string()))?;
+            runner
+                .run()
+                .await
+                .map_err(|e| PhaseError::environment(e.to_string()))
         }
         .await;
         let removed = made.clone();
@@ -133,7 +136,7 @@ impl RoleContext {
             Err(e) => (
                 0,
                 TestDrift::default(),
-                Some(format!("the base's tests could not run: {}", e.0)),
+                Some(format!("the base's tests could not run: {}", e.message)),
             ),
         };
         Ok(Some(BaseComparison {

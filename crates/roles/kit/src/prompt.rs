@@ -16,7 +16,7 @@ pub type PromptFn<'a> = dyn Fn(u32, Option<&str>) -> Result<String, PhaseError> 
 /// The task's error for a template that did not render:
 /// ``prompt template `execution`: <what went wrong>``.
 pub fn render_error(e: &PromptError) -> PhaseError {
-    PhaseError(e.to_string())
+    PhaseError::prompt(e.to_string())
 }
 
 /// The first prompt of a task's next attempt, before anything runs.
@@ -71,10 +71,14 @@ mod tests {
         let (_dir, ctx) = context();
         // `execution` needs `task`, `cwd`, … (strict undefined).
         let e = ctx.render("execution", &json!({})).unwrap_err();
-        assert!(e.0.starts_with("prompt template `execution`: "), "{e}");
+        assert!(
+            e.message.starts_with("prompt template `execution`: "),
+            "{e}"
+        );
         let e = ctx.render("no-such-template", &json!({})).unwrap_err();
         assert!(
-            e.0.starts_with("prompt template `no-such-template`: "),
+            e.message
+                .starts_with("prompt template `no-such-template`: "),
             "{e}"
         );
     }

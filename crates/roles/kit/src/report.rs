@@ -44,9 +44,10 @@ impl ReportBuilder {
             .summary(format!("{} failed: {error}", task.id.as_str()))
     }
 
-    /// [`ReportBuilder::failed`] for a phase's error.
+    /// [`ReportBuilder::failed`] for a phase's error, with its kind
+    /// (`error_kind`: `input`, `agent`, `environment`, …).
     pub fn phase_failed(kind: &str, task: &Task, error: &PhaseError) -> Self {
-        Self::failed(kind, task, &error.0)
+        Self::failed(kind, task, &error.message).field("error_kind", error.kind)
     }
 
     /// The record's summary (without the role tag: the worker loop adds it).
@@ -148,12 +149,13 @@ mod tests {
         let t = task();
         let built = ReportBuilder::failed("task_failed", &t, "boom").build();
         assert_eq!(built, Report::failure("task_failed", &t, "boom"));
-        let more = ReportBuilder::phase_failed("impl_failed", &t, &PhaseError("x".into()))
+        let more = ReportBuilder::phase_failed("impl_failed", &t, &PhaseError::check("x"))
             .field("resume", "wavecrew-planex --task IMPL-007")
             .build();
         assert_eq!(more.status, TaskStatus::Failed);
         assert_eq!(more.result["error"], "x");
         assert_eq!(more.result["resume"], "wavecrew-planex --task IMPL-007");
+        assert_eq!(more.result["error_kind"], "check");
         assert_eq!(Value::Object(more.data.clone()), more.result);
     }
 }

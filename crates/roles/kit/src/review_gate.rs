@@ -48,8 +48,8 @@ pub async fn hold(
     let (id, message) = (task.id.as_str().to_owned(), message.to_owned());
     let commit = tokio::task::spawn_blocking(move || integration.commit(&wt, &id, &message))
         .await
-        .map_err(|e| PhaseError(format!("committing the task's work: {e}")))?
-        .map_err(|e| PhaseError(format!("committing the task's work: {e}")))?;
+        .map_err(|e| PhaseError::workspace(format!("committing the task's work: {e}")))?
+        .map_err(|e| PhaseError::workspace(format!("committing the task's work: {e}")))?;
     let report = ReportBuilder::new(TaskStatus::Blocked, AWAITING_REVIEW, task)
         .field(AWAITING_REVIEW, true)
         // What the reports and `wavecrew status` say of a blocked task.

@@ -260,7 +260,7 @@ impl Landed {
 }
 
 fn phase(what: &str, e: impl std::fmt::Display) -> PhaseError {
-    PhaseError(format!("{what}: {e}"))
+    PhaseError::workspace(format!("{what}: {e}"))
 }
 
 impl RoleContext {
@@ -390,7 +390,7 @@ impl RoleContext {
                     .to_owned(),
             );
             return wavecrew_core::fsutil::write_atomic(&done, b"")
-                .map_err(|e| PhaseError(format!("setup: {e}")));
+                .map_err(|e| PhaseError::environment(format!("setup: {e}")));
         }
         let log = wavecrew_core::SessionLayout::new(&self.session_dir)
             .attempts(task.id.as_str())
@@ -402,7 +402,7 @@ impl RoleContext {
             .record_set_up(worktree)
             .map_err(|e| phase("setup", e))?;
         wavecrew_core::fsutil::write_atomic(&done, b"")
-            .map_err(|e| PhaseError(format!("setup: {e}")))?;
+            .map_err(|e| PhaseError::environment(format!("setup: {e}")))?;
         Ok(())
     }
 
@@ -412,9 +412,9 @@ impl RoleContext {
     pub(crate) fn run_setup(&self, dir: &Path, log: &Path) -> Result<(), PhaseError> {
         let limit = std::time::Duration::from_secs(self.config.isolation.setup_timeout_secs);
         for command in &self.config.isolation.setup {
-            let argv = command
-                .argv()
-                .map_err(|e| PhaseError(format!("setup_failed: [isolation] setup: {e}")))?;
+            let argv = command.argv().map_err(|e| {
+                PhaseError::environment(format!("setup_failed: [isolation] setup: {e}"))
+            })?;
             let line = shell_words::join(&argv);
             let _ = append(log, &format!("$ {line}\n"));
             let end =
@@ -430,7 +430,7 @@ impl RoleContext {
                 }
                 Err(e) => format!("could not start: {e}"),
             };
-            return Err(PhaseError(format!(
+            return Err(PhaseError::environment(format!(
                 "setup_failed: `{line}` {how} in the task's worktree {} (an environment \
                  problem, not the agent's: the agent did not run); its output, in {}, ends:\n{}",
                 dir.display(),

@@ -64,7 +64,7 @@ impl Role for Probe {
             })
             .await?;
         if !review.success {
-            return Err(PhaseError("the review failed".into()));
+            return Err(PhaseError::agent("the review failed"));
         }
         *work = Some(run);
         Ok(())

@@ -191,7 +191,7 @@ impl wavecrew_role_kit::PromptPreview for PlanexRole {
     async fn preview(&self, task: &Task) -> Result<wavecrew_role_kit::Preview, PhaseError> {
         let work = self.prepare(task).await?;
         if let Some(commit) = &work.committed {
-            return Err(PhaseError(format!(
+            return Err(PhaseError::input(format!(
                 "its work is already committed ({commit}): the next run only reports it"
             )));
         }
@@ -251,7 +251,7 @@ impl Role for PlanexRole {
     async fn prepare(&self, task: &Task) -> Result<PlanexWork, PhaseError> {
         let spec = parse_description(&task.subject, &task.description);
         let Some(issue_id) = spec.issue.clone() else {
-            return Err(PhaseError(format!(
+            return Err(PhaseError::input(format!(
                 "{}: no issue id (ISS-YYYYMMDD-NNN, ISS-YYYYMMDDHHMMSS, ISS-<base36>-<hex> or GH-<n>) in the subject or description",
                 task.id.as_str()
             )));
@@ -263,20 +263,22 @@ impl Role for PlanexRole {
                 let path = [ctx.project_root.join(file), ctx.session_dir.join(file)]
                     .into_iter()
                     .find(|p| p.is_file())
-                    .ok_or_else(|| PhaseError(format!("solution_file {file}: not found")))?;
+                    .ok_or_else(|| PhaseError::input(format!("solution_file {file}: not found")))?;
                 let v: Value = serde_json::from_slice(
                     &std::fs::read(&path)
-                        .map_err(|e| PhaseError(format!("{}: {e}", path.display())))?,
+                        .map_err(|e| PhaseError::input(format!("{}: {e}", path.display())))?,
                 )
-                .map_err(|e| PhaseError(format!("{}: {e}", path.display())))?;
+                .map_err(|e| PhaseError::input(format!("{}: {e}", path.display())))?;
                 solution_of_artifact(&v).ok_or_else(|| {
-                    PhaseError(format!("{}: no solution with tasks in it", path.display()))
+                    PhaseError::input(format!("{}: no solution with tasks in it", path.display()))
                 })?
             }
             None => store
                 .bound_solution(&issue_id)
-                .map_err(|e| PhaseError(e.to_string()))?
-                .ok_or_else(|| PhaseError(format!("issue {issue_id} has no bound solution")))?,
+                .map_err(|e| PhaseError::session(e.to_string()))?
+                .ok_or_else(|| {
+                    PhaseError::input(format!("issue {issue_id} has no bound solution"))
+                })?,
         };
         let issue = store.issue(&issue_id).unwrap_or_default();
         let decision = resolve_execution_method(
@@ -371,7 +373,7 @@ impl Role for PlanexRole {
         let failure = (!run.success).then(|| run.failure.clone().unwrap_or_default());
         work.run = Some(run);
         match failure {
-            Some(f) => Err(PhaseError(f)),
+            Some(f) => Err(PhaseError::agent(f)),
             None => Ok(()),
         }
     }
@@ -587,7 +589,7 @@ impl Finish for PlanexRole {
                 match self.commit(task, &work.issue_id, &title, gate.files) {
                     Ok(c) => c,
                     Err(e) => {
-                        let mut failed = self.failure(task, &PhaseError(e));
+                        let mut failed = self.failure(task, &PhaseError::workspace(e));
                         failed.extend(done.fields().clone());
                         return failed;
                     }
@@ -606,7 +608,7 @@ impl Finish for PlanexRole {
     ) -> ReportBuilder {
         let mut failed = self.failure(
             task,
-            &PhaseError(gate.failure.unwrap_or("a check failed").to_owned()),
+            &PhaseError::check(gate.failure.unwrap_or("a check failed").to_owned()),
         );
         let mut done = Self::done_fields(task, work, gate.files);
         done.extend(gate.checked.evidence.clone());

@@ -353,7 +353,7 @@ impl RoadmapShared {
     /// the session (task ids repeat from phase to phase).
     fn unit_task(&self, unit: &TaskId, tasks: &[Task]) -> Result<Task, PhaseError> {
         let id = TaskId::new(format!("P{}-{}", self.phase, unit.as_str()))
-            .map_err(|e| PhaseError(format!("{}: {e}", unit.as_str())))?;
+            .map_err(|e| PhaseError::input(format!("{}: {e}", unit.as_str())))?;
         let titles: Vec<&str> = tasks.iter().map(Task::title).collect();
         let mut unit = Task::new(
             id,
@@ -490,7 +490,7 @@ impl Finish for RoadmapShared {
             .attempt_unit(&work.id, &work.tasks, workspace.dir(), brief)
             .await?;
         if !run.success {
-            return Err(PhaseError(run.failure.unwrap_or_default()));
+            return Err(PhaseError::agent(run.failure.unwrap_or_default()));
         }
         Ok(UnitWork {
             id: work.id.clone(),
@@ -529,11 +529,11 @@ impl TaskRunner for UnitRunner {
         };
         let (workspace, unit_task) = match workspace {
             Ok(w) => w,
-            Err(e) => return fail(e.0),
+            Err(e) => return fail(e.message),
         };
         let run = match r.attempt_unit(unit, tasks, workspace.dir(), None).await {
             Ok(run) => run,
-            Err(e) => return fail(e.0),
+            Err(e) => return fail(e.message),
         };
         // The work lands before its summaries are written: a summary is
         // what a resume takes as done. A phase held for review goes
@@ -663,7 +663,7 @@ impl Role for RoadmapRole {
 
     async fn prepare(&self, task: &Task) -> Result<PhaseWork, PhaseError> {
         let spec = parse_description(task).ok_or_else(|| {
-            PhaseError(format!(
+            PhaseError::input(format!(
                 "{}: no phase (`- Phase: <N>` in the description, or an id EXEC-N01)",
                 task.id.as_str()
             ))
@@ -671,7 +671,7 @@ impl Role for RoadmapRole {
         let phase_dir = self.ctx.session_dir.join(format!("phase-{}", spec.phase));
         let task_dir = phase_dir.join(".task");
         let loaded = wavecrew_core::source::load(&task_dir).map_err(|e| {
-            PhaseError(format!(
+            PhaseError::input(format!(
                 "phase {}: no task files in {} ({e}); the planner has not written them",
                 spec.phase,
                 task_dir.display()
@@ -684,7 +684,7 @@ impl Role for RoadmapRole {
             .cloned()
             .collect();
         if tasks.is_empty() {
-            return Err(PhaseError(format!(
+            return Err(PhaseError::input(format!(
                 "phase {}: no IMPL-*.json in {}",
                 spec.phase,
                 task_dir.display()
@@ -716,7 +716,7 @@ impl Role for RoadmapRole {
             nodes,
             &BuildOptions::default().with_cycle_policy(CyclePolicy::Force),
         )
-        .map_err(|e| PhaseError(format!("phase {}: {e}", spec.phase)))?;
+        .map_err(|e| PhaseError::input(format!("phase {}: {e}", spec.phase)))?;
         let waves: Vec<Vec<TaskId>> = dag
             .wave_ids()
             .into_iter()
@@ -773,7 +773,7 @@ impl Role for RoadmapRole {
                         u + 1,
                         u + 1
                     ))
-                    .map_err(|e| PhaseError(e.to_string()))?
+                    .map_err(|e| PhaseError::input(e.to_string()))?
                 };
                 let files: Vec<String> = group.iter().flat_map(Task::files).collect();
                 nodes.push(TaskNode::new(id.clone(), previous.clone()).with_files(files));
@@ -786,7 +786,7 @@ impl Role for RoadmapRole {
             }
         }
         let dag = Dag::build(nodes, &BuildOptions::default())
-            .map_err(|e| PhaseError(format!("phase {}: {e}", work.spec.phase)))?;
+            .map_err(|e| PhaseError::input(format!("phase {}: {e}", work.spec.phase)))?;
         let runner = Arc::new(UnitRunner {
             role: RoadmapShared {
                 ctx: self.ctx.clone(),
@@ -809,7 +809,7 @@ impl Role for RoadmapRole {
             &dag,
             DispatchOptions::default().with_max_parallel(Some(self.max_parallel.max(1))),
         )
-        .map_err(|e| PhaseError(e.to_string()))?;
+        .map_err(|e| PhaseError::input(e.to_string()))?;
         let report = dispatcher.run(Arc::clone(&runner)).await;
         work.spans = runner
             .spans
@@ -825,7 +825,7 @@ impl Role for RoadmapRole {
         if report.all_succeeded() && work.failures.is_empty() {
             Ok(())
         } else {
-            Err(PhaseError(format!(
+            Err(PhaseError::agent(format!(
                 "phase {}: {}",
                 work.spec.phase,
                 work.failures.join("; ")
@@ -1076,7 +1076,7 @@ impl Finish for RoadmapRole {
         _work: &PhaseWork,
         unlanded: &Landed,
     ) -> Result<PhaseWork, PhaseError> {
-        Err(PhaseError(format!(
+        Err(PhaseError::workspace(format!(
             "{}: a roadmap phase held for review is not revised by itself ({}); run it again",
             task.id.as_str(),
             unlanded

@@ -289,7 +289,7 @@ impl Fixer for BackendFixer<'_> {
         let max_attempts = ctx.max_attempts();
         let fixer_error = |e: PhaseError| wavecrew_validation::ValidationError::Fixer {
             round: request.round,
-            message: e.0,
+            message: e.message,
         };
         let id =
             derived_id(&self.task.id, &format!("fix{}", request.round)).map_err(fixer_error)?;
@@ -407,7 +407,7 @@ impl Role for TestRunRole {
             .ctx
             .bus
             .get_state(Some("strategist"))
-            .map_err(|e| PhaseError(format!("message bus: {e}")))?;
+            .map_err(|e| PhaseError::session(format!("message bus: {e}")))?;
         let framework = framework_from_state(state.as_ref());
         let decision = self.ctx.decide(task, None);
         let workspace = self.ctx.workspace(task, task.attempts)?;
@@ -437,7 +437,7 @@ impl Role for TestRunRole {
             },
         )
         .await
-        .map_err(|e| PhaseError(format!("cannot run the tests: {e}")))?;
+        .map_err(|e| PhaseError::environment(format!("cannot run the tests: {e}")))?;
         let options = LoopOptions {
             coverage_target: Some(work.spec.coverage_target),
             ..LoopOptions::default()
@@ -457,9 +457,9 @@ impl Role for TestRunRole {
         };
         let outcome = run_fix_loop(&mut source, &fixer, &options)
             .await
-            .map_err(|e| PhaseError(format!("the test-fix loop failed: {e}")))?;
+            .map_err(|e| PhaseError::agent(format!("the test-fix loop failed: {e}")))?;
         let record = write_run_result(&self.ctx.session_dir, &outcome)
-            .map_err(|e| PhaseError(format!("cannot write the run record: {e}")))?;
+            .map_err(|e| PhaseError::session(format!("cannot write the run record: {e}")))?;
         work.outcome = Some(outcome);
         work.record = Some(record);
         Ok(())
