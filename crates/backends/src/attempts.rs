@@ -273,17 +273,9 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
             return run;
         };
         tried.extend(routed.switches.iter().map(|s| s.from.clone()));
-        let backend = CliBackend::new(resolved.clone())
+        let backend = CliBackend::configured(resolved.clone(), config)
             .governed_by(governor.clone())
-            .ignoring(spec.session_dir)
-            .with_secret_names(config.redact.env.clone())
-            .with_leak_timeout(config.leak_timeout())
-            .isolating_home(
-                resolved
-                    .spec
-                    .isolate_home
-                    .unwrap_or(config.limits.isolate_home),
-            );
+            .ignoring(spec.session_dir);
         let mut retries = 0;
         loop {
             attempt_no += 1;

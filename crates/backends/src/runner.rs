@@ -150,6 +150,21 @@ impl CliBackend {
         }
     }
 
+    /// A backend as `config` runs it: its secret names redacted, its leak
+    /// timeout, and its home isolated when the backend (else `[limits]`)
+    /// says so. Every attempt is built here: a task's (`run_task`) and
+    /// `wavecrew backend try`'s alike.
+    pub fn configured(backend: ResolvedBackend, config: &crate::config::Config) -> Self {
+        let isolate_home = backend
+            .spec
+            .isolate_home
+            .unwrap_or(config.limits.isolate_home);
+        CliBackend::new(backend)
+            .with_secret_names(config.redact.env.clone())
+            .with_leak_timeout(config.leak_timeout())
+            .isolating_home(isolate_home)
+    }
+
     /// Count the stream's usage live against the governor's budgets; an
     /// attempt that crosses its task budget (or the run budget under
     /// `--hard-budget`) is stopped like a timeout (`budget_exceeded`).

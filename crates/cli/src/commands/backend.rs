@@ -200,15 +200,7 @@ async fn run_one(args: &RunArgs, config_file: Option<&Path>) -> CmdResult {
         env: BTreeMap::new(),
         sandbox: None,
     };
-    let runner = CliBackend::new(backend.clone())
-        .with_secret_names(config.redact.env.clone())
-        .with_leak_timeout(config.leak_timeout())
-        .isolating_home(
-            backend
-                .spec
-                .isolate_home
-                .unwrap_or(config.limits.isolate_home),
-        );
+    let runner = CliBackend::configured(backend.clone(), &config);
     let (outcome, notes) = match runner.attempt(&request).await {
         Ok(attempt) => (attempt.outcome, attempt.notes),
         Err(e) => (e.as_outcome(&backend.name), Vec::new()),
