@@ -726,3 +726,71 @@ print(task + ' done')\n";
     let (status, error) = outcome_of(&session, "IMPL-003");
     assert_eq!(status, "completed", "{error}\n{}", o.render());
 }
+
+/// An agent that walks up `/proc` from its own process and signals every
+/// ancestor (its worker, `wavecrew run`) with SIGSTOP and SIGKILL, and
+/// another process of the user, is refused by the kernel each time: the
+/// run completes, the other process lives, and the agent's own work lands.
+#[test]
+fn a_confined_agent_cannot_signal_wavecrew_or_another_process_of_the_user() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let mut victim = std::process::Command::new("sleep")
+        .arg("120")
+        .spawn()
+        .unwrap();
+    let agent = format!(
+        "import os, pathlib, signal\n\
+         def ancestors():\n\
+         \x20   pid = os.getpid()\n\
+         \x20   while pid > 1:\n\
+         \x20       stat = pathlib.Path('/proc/%d/stat' % pid).read_text()\n\
+         \x20       pid = int(stat.rsplit(')', 1)[1].split()[1])\n\
+         \x20       yield pid\n\
+         \x20       if pathlib.Path('/proc/%d/comm' % pid).read_text().strip() == 'wavecrew':\n\
+         \x20           return\n\
+         for pid in list(ancestors()) + [{victim}]:\n\
+         \x20   for sig in (signal.SIGSTOP, signal.SIGKILL):\n\
+         \x20       try:\n\
+         \x20           os.kill(pid, sig)\n\
+         \x20           print('SENT %s to %d' % (sig.name, pid))\n\
+         \x20       except OSError as e:\n\
+         \x20           print('DENIED %s to %d: %s' % (sig.name, pid, e.strerror))\n\
+         pathlib.Path('done.txt').write_text('done\\n')\n",
+        victim = victim.id()
+    );
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+            ),
+            ("README.md", "app\n"),
+            ("agent.py", &agent),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"Signals\"\nsession = \"TC-signals\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Write done.txt\"\n",
+            ),
+        ],
+        &[],
+        "",
+    );
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    let alive = victim.try_wait().unwrap().is_none();
+    let _ = victim.kill();
+    let _ = victim.wait();
+    assert_eq!(o.code, 0, "{}", o.render());
+    assert!(alive, "the agent killed another process of the user");
+    let said = stdout_of(&root.join(".workflow/.team/TC-signals"), "IMPL-001");
+    assert!(!said.contains("SENT"), "{said}");
+    assert!(
+        said.matches("DENIED").count() >= 6,
+        "its worker, wavecrew run and the other process, two signals each: {said}"
+    );
+    assert_eq!(
+        git(&root, &["show", "wavecrew/TC-signals:done.txt"]),
+        "done"
+    );
+}

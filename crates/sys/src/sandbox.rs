@@ -8,28 +8,53 @@
 //! that thread: the child and everything it starts inherit the
 //! restriction, for good, and wavecrew's own threads stay free (no code
 //! runs between `fork` and `exec`).
-//! Reading and running programs stay allowed everywhere. A kernel without
-//! Landlock runs the child unconfined: [`support`] says so beforehand, so
-//! a caller can tell its user once.
+//! Reading and running programs stay allowed everywhere. Where the kernel
+//! has Landlock's scopes (ABI 6, Linux 6.12 on), the tree is also scoped:
+//! it can neither signal a process outside it (wavecrew, the user's other
+//! programs) nor connect to an abstract unix socket made outside it.
+//! A kernel without Landlock runs the child unconfined: [`support`] says
+//! so beforehand (and whether the scopes are on), so a caller can tell its
+//! user once.
 
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    ABI, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreated, RulesetCreatedAttr, RulesetStatus,
+    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 /// The newest Landlock ABI wavecrew knows; older kernels get what they
 /// have of it.
-const ABI_TARGET: ABI = ABI::V5;
+const ABI_TARGET: ABI = ABI::V6;
 
 /// What the running kernel offers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Support {
-    /// Writes can be confined.
-    Enforced,
+    /// Writes can be confined; `scoped`: signals and abstract unix sockets
+    /// are kept inside the tree too.
+    Enforced {
+        /// Landlock's scopes (ABI 6) are on.
+        scoped: bool,
+    },
     /// Landlock is missing or disabled: nothing can be confined (why).
     Unavailable(String),
+}
+
+impl Support {
+    /// What a confined agent is kept from, in words, for the run's note.
+    pub fn describe(&self) -> String {
+        match self {
+            Support::Enforced { scoped: true } => "writes outside its worktree, signals to \
+                processes outside its own tree and abstract unix sockets made outside it \
+                (Landlock)"
+                .to_owned(),
+            Support::Enforced { scoped: false } => "writes outside its worktree (Landlock); \
+                signals and abstract unix sockets are not scoped on this kernel (Landlock ABI 6, \
+                Linux 6.12, is needed)"
+                .to_owned(),
+            Support::Unavailable(why) => format!("nothing (Landlock: {why})"),
+        }
+    }
 }
 
 /// Why a sandbox could not be prepared.
@@ -43,11 +68,16 @@ pub enum SandboxError {
 /// Whether this kernel can confine writes (a ruleset is made and dropped).
 pub fn support() -> Support {
     match ruleset() {
-        Ok(_) => Support::Enforced,
+        Ok(_) => Support::Enforced {
+            scoped: scoped_ruleset().is_ok(),
+        },
         Err(e) => Support::Unavailable(e.to_string()),
     }
 }
 
+/// The ruleset every confined tree gets: every write right the kernel
+/// knows handled (writes of ABI 1 required), and the scopes when the
+/// kernel has them.
 fn ruleset() -> Result<RulesetCreated, SandboxError> {
     let created = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -56,9 +86,21 @@ fn ruleset() -> Result<RulesetCreated, SandboxError> {
             r.set_compatibility(CompatLevel::BestEffort)
                 .handle_access(AccessFs::from_write(ABI_TARGET))
         })
+        .and_then(|r| r.scope(Scope::from_all(ABI_TARGET)))
         .and_then(Ruleset::create)
         .map_err(|e| SandboxError::Ruleset(e.to_string()))?;
     Ok(created)
+}
+
+/// A ruleset that requires the scopes: made only where the kernel has
+/// them (what [`support`] asks).
+fn scoped_ruleset() -> Result<RulesetCreated, SandboxError> {
+    Ruleset::default()
+        .set_compatibility(CompatLevel::HardRequirement)
+        .handle_access(AccessFs::from_write(ABI::V1))
+        .and_then(|r| r.scope(Scope::from_all(ABI_TARGET)))
+        .and_then(Ruleset::create)
+        .map_err(|e| SandboxError::Ruleset(e.to_string()))
 }
 
 /// The rights a rule on `path` grants: every write right below a folder;
@@ -122,7 +164,10 @@ mod tests {
     /// starts is confined too; reading stays allowed.
     #[tokio::test]
     async fn a_confined_process_tree_writes_only_where_it_may() {
-        assert_eq!(support(), Support::Enforced, "this machine has Landlock");
+        assert!(
+            matches!(support(), Support::Enforced { .. }),
+            "this machine has Landlock"
+        );
         let tmp = tempfile::tempdir().unwrap();
         let allowed = tmp.path().join("allowed");
         let denied = tmp.path().join("denied");
@@ -153,5 +198,52 @@ mod tests {
         assert!(denied.join("read-me").exists(), "nor can it remove");
         // The parent is not confined.
         std::fs::write(denied.join("by-the-parent"), "").unwrap();
+    }
+
+    /// A confined tree can signal its own processes, but neither the
+    /// process that started it nor another process of the user: the
+    /// kernel answers `EPERM` (Landlock's scopes, ABI 6; this machine has
+    /// them).
+    #[tokio::test]
+    async fn a_confined_tree_cannot_signal_outside_itself() {
+        assert_eq!(
+            support(),
+            Support::Enforced { scoped: true },
+            "this machine has Landlock ABI 6"
+        );
+        let mut other = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        // `kill -0` asks whether a signal may be sent to this test (a
+        // failing test must not stop itself), SIGKILL at another process
+        // of the user, then at one of its own.
+        let script = format!(
+            "kill -0 {me} 2>/dev/null && echo MAY-SIGNAL-PARENT; \
+             kill -KILL {other} 2>/dev/null && echo KILLED-OTHER; \
+             sleep 30 & kill -KILL $! && echo KILLED-OWN",
+            me = std::process::id(),
+            other = other.id()
+        );
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", &script])
+            .current_dir(tmp.path())
+            .stdout(std::process::Stdio::piped());
+        let handle = tokio::runtime::Handle::current();
+        let (child, _) = spawn_confined(&[tmp.path().to_owned()], || {
+            let _entered = handle.enter();
+            cmd.spawn()
+        })
+        .unwrap();
+        let out = child.unwrap().wait_with_output().await.unwrap();
+        let said = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(said.trim(), "KILLED-OWN", "{said}");
+        assert!(
+            other.try_wait().unwrap().is_none(),
+            "the other process lives"
+        );
+        other.kill().unwrap();
+        other.wait().unwrap();
     }
 }

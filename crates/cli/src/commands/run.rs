@@ -128,13 +128,18 @@ pub fn prepare(opened: &mut OpenSession) -> Result<(), CliError> {
     opened.check_graph()?;
     opened.check_workspace()?;
     super::integration::prune_at_start(&opened.valid.dir);
-    if opened.config.isolation.sandbox == wavecrew_backends::config::SandboxMode::Auto
-        && let wavecrew_sys::sandbox::Support::Unavailable(why) = wavecrew_sys::sandbox::support()
-    {
-        output::warning(&format!(
-            "agents run unconfined: this kernel cannot confine what they write (Landlock: \
-             {why}); set [isolation] sandbox = \"off\" to silence this"
-        ));
+    if opened.config.isolation.sandbox == wavecrew_backends::config::SandboxMode::Auto {
+        // Said once, when a layer of the box is missing on this kernel.
+        match wavecrew_sys::sandbox::support() {
+            wavecrew_sys::sandbox::Support::Unavailable(why) => output::warning(&format!(
+                "agents run unconfined: this kernel cannot confine what they write (Landlock: \
+                 {why}); set [isolation] sandbox = \"off\" to silence this"
+            )),
+            scopes @ wavecrew_sys::sandbox::Support::Enforced { scoped: false } => {
+                output::warning(&format!("agents are kept from {}", scopes.describe()));
+            }
+            wavecrew_sys::sandbox::Support::Enforced { scoped: true } => {}
+        }
     }
     Ok(())
 }
