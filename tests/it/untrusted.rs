@@ -794,3 +794,88 @@ fn a_confined_agent_cannot_signal_wavecrew_or_another_process_of_the_user() {
         "done"
     );
 }
+
+/// An agent that copies the repository's git folder, gives the copy a
+/// filter and a diff driver of its own (and an `include.path`), marks
+/// every file with them in `.gitattributes`, then points its worktree's
+/// `.git` file (IMPL-001) or its git folder's `commondir` (IMPL-002) at
+/// the copy: wavecrew's git never follows the redirect (the drivers never
+/// run, not even once), puts the files back, and fails the attempt naming
+/// them; the other tasks' work lands.
+#[test]
+fn wavecrew_git_never_follows_a_redirect_the_agent_wrote() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let marker = tmp.path().canonicalize().unwrap().join("driver-ran");
+    let agent = "import os, pathlib, shutil, subprocess, sys\n\
+task, marker = sys.argv[1], sys.argv[2]\n\
+def rev_parse(what):\n\
+\x20   return subprocess.run(['git', 'rev-parse', '--path-format=absolute', what], \
+capture_output=True, text=True, check=True).stdout.strip()\n\
+common, own = rev_parse('--git-common-dir'), rev_parse('--git-dir')\n\
+pathlib.Path('done-' + task + '.txt').write_text(task + '\\n')\n\
+if task in ('IMPL-001', 'IMPL-002'):\n\
+\x20   copy = os.path.abspath('copy-' + task)\n\
+\x20   shutil.copytree(common, copy, ignore=shutil.ignore_patterns('worktrees'))\n\
+\x20   run = os.path.join(copy, 'pwn.sh')\n\
+\x20   pathlib.Path(run).write_text('#!/bin/sh\\ntouch ' + marker + '\\n[ $# -gt 0 ] && exec cat \"$1\"\\nexec cat\\n')\n\
+\x20   os.chmod(run, 0o755)\n\
+\x20   extra = os.path.join(copy, 'extra.config')\n\
+\x20   pathlib.Path(extra).write_text('[diff \"pwn\"]\\n\\ttextconv = ' + run + '\\n')\n\
+\x20   with open(os.path.join(copy, 'config'), 'a') as f:\n\
+\x20       f.write('[filter \"pwn\"]\\n\\tclean = ' + run + '\\n\\tsmudge = cat\\n')\n\
+\x20       f.write('[include]\\n\\tpath = ' + extra + '\\n')\n\
+\x20   pathlib.Path('.gitattributes').write_text('* filter=pwn diff=pwn\\n')\n\
+\x20   if task == 'IMPL-001':\n\
+\x20       pathlib.Path('.git').write_text('gitdir: ' + copy + '\\n')\n\
+\x20   else:\n\
+\x20       pathlib.Path(own, 'commondir').write_text(copy + '\\n')\n\
+\x20   with open('README.md', 'a') as f:\n\
+\x20       f.write('edited\\n')\n\
+print(task + ' done')\n";
+    let marker_arg = marker.display().to_string();
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+            ),
+            ("README.md", "app\n"),
+            ("agent.py", agent),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"Redirects\"\nsession = \"TC-redirect\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Redirects .git\"\n\n\
+                 [[tasks]]\nid = \"IMPL-002\"\ntitle = \"Redirects commondir\"\n\n\
+                 [[tasks]]\nid = \"IMPL-003\"\ntitle = \"Plain work\"\n",
+            ),
+        ],
+        &["{task_id}", &marker_arg],
+        "",
+    );
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    let all = o.render();
+    assert_eq!(o.code, 1, "{all}");
+    // The agent's own git, confined, could not run the driver either
+    // (it may not write outside its box): nothing ran it.
+    assert!(!marker.exists(), "a driver the agent wrote ran: {all}");
+    let session = root.join(".workflow/.team/TC-redirect");
+    for (id, file) in [("IMPL-001", ".git`"), ("IMPL-002", "commondir`")] {
+        let (status, error) = outcome_of(&session, id);
+        assert_eq!(status, "failed", "{id}: {error}\n{all}");
+        assert!(
+            error.contains("the agent changed what git runs") && error.contains(file),
+            "{id}: {error}"
+        );
+    }
+    let (status, error) = outcome_of(&session, "IMPL-003");
+    assert_eq!(status, "completed", "{error}\n{all}");
+    let landed = git(
+        &root,
+        &["ls-tree", "-r", "--name-only", "wavecrew/TC-redirect"],
+    );
+    assert!(landed.contains("done-IMPL-003.txt"), "{landed}");
+    assert!(!landed.contains(".gitattributes"), "{landed}");
+    git(&root, &["fsck", "--no-progress"]);
+}

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::path::Path;
 
-use wavecrew_sys::git::TreeStatus;
+use wavecrew_sys::git::{TreeStatus, WorkTreeGit};
 
 /// The dirty files of a work tree at one moment.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -19,6 +19,9 @@ pub struct Snapshot {
     entries: BTreeMap<String, (String, Option<u64>)>,
     /// What git said, whole (HEAD, its branch, the paths).
     status: TreeStatus,
+    /// The work tree's git folders as recorded before the agent, when
+    /// known: the next snapshot's git is pinned to them.
+    pinned: Option<WorkTreeGit>,
 }
 
 fn content_hash(path: &Path) -> Option<u64> {
@@ -62,15 +65,33 @@ impl Snapshot {
         Snapshot::take_at(&root)
     }
 
-    /// Take the next snapshot of the same work tree (its root is known).
+    /// Take the next snapshot of the same work tree (its root is known,
+    /// and its git folders when they were given).
     pub fn again(&self) -> Option<Snapshot> {
-        Snapshot::take_at(&self.status.top)
+        match &self.pinned {
+            Some(wt) => Snapshot::take_pinned(wt),
+            None => Snapshot::take_at(&self.status.top),
+        }
+    }
+
+    /// Take a snapshot of the work tree `wt`, git pinned to the folders
+    /// recorded for it before the agent ran (what it rewrites in `.git`
+    /// or `commondir` is not followed); `None` when git cannot list it.
+    pub fn take_pinned(wt: &WorkTreeGit) -> Option<Snapshot> {
+        let status = TreeStatus::read_pinned(wt).ok()?;
+        let mut snapshot = Snapshot::of_status(status);
+        snapshot.pinned = Some(wt.clone());
+        Some(snapshot)
     }
 
     /// Take a snapshot of the work tree whose root is `root` (located
     /// already); `None` when git cannot list it.
     pub fn take_at(root: &Path) -> Option<Snapshot> {
-        let status = TreeStatus::read(root).ok()?;
+        Some(Snapshot::of_status(TreeStatus::read(root).ok()?))
+    }
+
+    fn of_status(status: TreeStatus) -> Snapshot {
+        let root = &status.top;
         let entries = status
             .entries
             .iter()
@@ -79,7 +100,11 @@ impl Snapshot {
                 (e.path.clone(), (e.xy.clone(), hash))
             })
             .collect();
-        Some(Snapshot { entries, status })
+        Snapshot {
+            entries,
+            status,
+            pinned: None,
+        }
     }
 
     /// The snapshot of the work tree whose root is `root` when it is known
@@ -92,7 +117,16 @@ impl Snapshot {
                 top: root,
                 ..TreeStatus::default()
             },
+            pinned: None,
         }
+    }
+
+    /// [`Snapshot::clean_at`] of the work tree `wt`, whose next snapshot
+    /// is pinned to its recorded git folders.
+    pub fn clean_pinned(wt: &WorkTreeGit) -> Snapshot {
+        let mut snapshot = Snapshot::clean_at(wt.top.clone());
+        snapshot.pinned = Some(wt.clone());
+        snapshot
     }
 
     /// Paths that differ between `self` (before) and `after`, sorted,

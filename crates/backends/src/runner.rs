@@ -335,8 +335,8 @@ impl CliBackend {
             notes.push(format!("cannot record the command line: {e}"));
         }
         let before = match &request.git {
-            Some(git) if request.clean_before => Some(Snapshot::clean_at(git.top.clone())),
-            Some(git) => Snapshot::take_at(&git.top),
+            Some(git) if request.clean_before => Some(Snapshot::clean_pinned(git)),
+            Some(git) => Snapshot::take_pinned(git),
             None => Snapshot::take(&request.cwd),
         };
         Ok(Prepared {

@@ -199,7 +199,14 @@ pub fn task_diff(session_dir: &Path, id: &TaskId) -> Result<Option<TaskDiff>, St
         wavecrew_sys::git::git(repo.top())
     };
     let out = git
-        .args(["diff", "--no-color", "--no-ext-diff", "--stat", "--patch"])
+        .args([
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--stat",
+            "--patch",
+        ])
         .arg(format!("{base}...{branch}"))
         .arg("--")
         .run()
@@ -255,6 +262,7 @@ fn live_diff(session_dir: &Path, id: &TaskId) -> Result<Option<TaskDiff>, String
             "diff",
             "--no-color",
             "--no-ext-diff",
+            "--no-textconv",
             "--stat",
             "--patch",
             base,

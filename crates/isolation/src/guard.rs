@@ -1,6 +1,9 @@
 //! What an agent must not change in the repository's git folder: its
 //! configuration (`config`, each worktree's `config.worktree`), its hooks
-//! and `info/attributes`. Git takes commands from these (hooks, the
+//! and `info/attributes`; and, for the work tree it works in, what leads
+//! git to a git folder (the work tree's `.git` file, its git folder's
+//! `gitdir` and `commondir`), which a redirect to a copy of the repository
+//! with drivers of the agent's own would turn into commands. Git takes commands from these (hooks, the
 //! fsmonitor, filter, diff and merge drivers, pagers, editors), which would
 //! run in the user's own git after the session; wavecrew's own git runs
 //! with them off (`wavecrew_sys::git`).
@@ -27,6 +30,8 @@ type Recorded = (Vec<u8>, u32);
 #[derive(Debug, Clone)]
 pub struct RepoGuard {
     common_dir: PathBuf,
+    /// The files that lead git to the work tree's git folder.
+    redirects: Vec<PathBuf>,
     files: BTreeMap<PathBuf, Recorded>,
 }
 
@@ -50,8 +55,29 @@ impl RepoGuard {
     /// common one, shared by its worktrees) is `common_dir`, as located
     /// already ([`wavecrew_sys::git::WorkTreeGit`]).
     pub fn of_common_dir(common_dir: &Path) -> Result<RepoGuard> {
+        RepoGuard::record(common_dir, Vec::new())
+    }
+
+    /// [`RepoGuard::of_common_dir`] of the work tree `wt`'s repository,
+    /// and what leads git from `wt` to its git folder: a linked worktree's
+    /// `.git` file and its git folder's `gitdir` and `commondir`.
+    pub fn of_work_tree(wt: &wavecrew_sys::git::WorkTreeGit) -> Result<RepoGuard> {
+        let redirects = if wt.git_dir == wt.common_dir {
+            Vec::new()
+        } else {
+            vec![
+                wt.top.join(".git"),
+                wt.git_dir.join("gitdir"),
+                wt.git_dir.join("commondir"),
+            ]
+        };
+        RepoGuard::record(&wt.common_dir, redirects)
+    }
+
+    fn record(common_dir: &Path, redirects: Vec<PathBuf>) -> Result<RepoGuard> {
         let mut guard = RepoGuard {
             common_dir: common_dir.to_owned(),
+            redirects,
             files: BTreeMap::new(),
         };
         for path in guard.guarded() {
@@ -81,6 +107,7 @@ impl RepoGuard {
             }
         }
         files_below(&c.join("hooks"), &mut all);
+        all.extend(self.redirects.iter().cloned());
         all.retain(|p| fs::symlink_metadata(p).is_ok());
         all
     }

@@ -598,7 +598,13 @@ impl Integration {
         let diff = self
             .repo
             .git()
-            .args(["diff", "--binary", "--no-color", "--no-ext-diff"])
+            .args([
+                "diff",
+                "--binary",
+                "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
+            ])
             .arg(&self.state.base)
             .arg(&tip)
             .run()?;

@@ -120,6 +120,22 @@ pub fn git(dir: &Path) -> Git {
     }
 }
 
+/// Start a git command in the work tree `wt`, pinned to the git folders
+/// wavecrew recorded for it (`--git-dir`, `--work-tree`, `GIT_COMMON_DIR`),
+/// never to what its `.git` file or its git folder's `commondir` say now:
+/// an agent may rewrite those to lead git (and the configuration, drivers
+/// and attributes it reads) elsewhere.
+pub fn git_pinned(wt: &WorkTreeGit) -> Git {
+    let mut dir_arg = OsString::from("--git-dir=");
+    dir_arg.push(&wt.git_dir);
+    let mut tree_arg = OsString::from("--work-tree=");
+    tree_arg.push(&wt.top);
+    git(&wt.top)
+        .arg(dir_arg)
+        .arg(tree_arg)
+        .env("GIT_COMMON_DIR", &wt.common_dir)
+}
+
 impl Git {
     /// Add one argument.
     pub fn arg(mut self, a: impl AsRef<OsStr>) -> Self {

@@ -170,11 +170,12 @@ impl RoleContext {
             .git
             .clone()
             .or_else(|| wavecrew_sys::git::WorkTreeGit::locate(spec.cwd));
-        // The repository's configuration and hooks, as they were before
-        // the agent (it may not change how git runs).
+        // The repository's configuration and hooks, and what leads git to
+        // the work tree's git folder, as they were before the agent (it
+        // may not change how git runs, nor which repository git reads).
         let guard = git
             .as_ref()
-            .map(|g| wavecrew_isolation::RepoGuard::of_common_dir(&g.common_dir))
+            .map(wavecrew_isolation::RepoGuard::of_work_tree)
             .transpose()
             .map_err(|e| {
                 PhaseError::workspace(format!("reading the repository's git configuration: {e}"))
@@ -204,7 +205,8 @@ impl RoleContext {
                 return Err(PhaseError::check(format!(
                     "{}: the agent changed what git runs ({}); wavecrew put it back. Git \
                      takes commands from these files (hooks, the fsmonitor, filter and diff \
-                     drivers), so an attempt that changes them fails",
+                     drivers, and the `.git` redirects that choose which configuration it \
+                     reads), so an attempt that changes them fails",
                     spec.id.as_str(),
                     found.join("; ")
                 )));

@@ -58,6 +58,8 @@ pub fn landed_changes(session_dir: &Path, task: &Task) -> String {
             .args([
                 "show",
                 "--no-color",
+                "--no-ext-diff",
+                "--no-textconv",
                 "--stat",
                 "--format=commit %H%n%s",
                 commit,
@@ -65,7 +67,7 @@ pub fn landed_changes(session_dir: &Path, task: &Task) -> String {
             .text()
             .unwrap_or_default();
         let diff = git_in(&repo)
-            .args(["diff", "--no-color", "--no-ext-diff"])
+            .args(["diff", "--no-color", "--no-ext-diff", "--no-textconv"])
             .arg(format!("{commit}^1"))
             .arg(commit)
             .arg("--")

@@ -52,6 +52,13 @@ impl TreeStatus {
         Ok(TreeStatus::parse(top, &out))
     }
 
+    /// [`TreeStatus::read`] of the work tree `wt`, git pinned to the
+    /// folders recorded for it ([`super::git_pinned`]).
+    pub fn read_pinned(wt: &super::WorkTreeGit) -> Result<TreeStatus, GitError> {
+        let out = super::git_pinned(wt).args(ARGS).run()?;
+        Ok(TreeStatus::parse(&wt.top, &out))
+    }
+
     /// Parse what `git status --porcelain=v2 -z --branch` printed in `top`.
     pub fn parse(top: &Path, bytes: &[u8]) -> TreeStatus {
         let mut parsed = TreeStatus {
