@@ -13,7 +13,7 @@
 //!    unless the task says `may_remove_tests = true`);
 //! 4. **the review gate**: a task that asks for a person's review
 //!    (`review = "human"`) is committed on its branch and waits
-//!    ([`review_gate`](crate::review_gate));
+//!    ([`review_gate`]);
 //! 5. **the landing** through the merge queue with `[integration] verify`
 //!    on the merge candidate;
 //! 6. **one revision** on a miss (a conflict, a failed verify), in a

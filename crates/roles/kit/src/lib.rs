@@ -12,7 +12,7 @@
 //!   from a task's that are always distinct from it ([`derived_id`]);
 //! * [`plan_text`]: a plan's steps, file changes, criteria and commands
 //!   read from whichever shape the planner wrote, for the prompts;
-//! * [`finish`]: the finish phase every writing role goes through after
+//! * [`finish`](mod@finish): the finish phase every writing role goes through after
 //!   its agent (the lane, the role's checks, the tests against the base,
 //!   the review gate, the landing with `[integration] verify`, one
 //!   revision on a miss, one record);
