@@ -879,3 +879,89 @@ print(task + ' done')\n";
     assert!(!landed.contains(".gitattributes"), "{landed}");
     git(&root, &["fsck", "--no-progress"]);
 }
+
+/// The caches an agent may write hold data, never code another program
+/// runs: it may add to Cargo's registry, but not plant a `rustc-wrapper`
+/// in `~/.cargo/config.toml` (which every later `cargo` of the user would
+/// run), drop a binary into `~/.cargo/bin` ahead of a real one, change a
+/// toolchain's settings under `~/.rustup`, or replace a tool installed
+/// under `~/.cache`.
+#[test]
+fn a_confined_agent_writes_cache_data_but_no_code_another_program_runs() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let home = tmp.path().canonicalize().unwrap().join("home");
+    for dir in [
+        ".cargo/registry",
+        ".cargo/bin",
+        ".rustup",
+        ".cache/tools/bin",
+    ] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+    }
+    std::fs::write(home.join(".cargo/config.toml"), "[net]\noffline = true\n").unwrap();
+    std::fs::write(home.join(".cache/tools/bin/pytest"), "#!/bin/sh\n").unwrap();
+    let agent = "import os, pathlib\n\
+home = os.environ['HOME']\n\
+for rel, text in [\n\
+\x20   ('.cargo/registry/note.txt', 'data\\n'),\n\
+\x20   ('.cargo/config.toml', '[build]\\nrustc-wrapper = \"/tmp/evil\"\\n'),\n\
+\x20   ('.cargo/bin/cargo', '#!/bin/sh\\necho evil\\n'),\n\
+\x20   ('.rustup/settings.toml', 'default_toolchain = \"evil\"\\n'),\n\
+\x20   ('.cache/tools/bin/pytest', '#!/bin/sh\\necho evil\\n'),\n\
+]:\n\
+\x20   try:\n\
+\x20       with open(os.path.join(home, rel), 'a') as f:\n\
+\x20           f.write(text)\n\
+\x20       print('WROTE ' + rel)\n\
+\x20   except OSError as e:\n\
+\x20       print('DENIED ' + rel + ': ' + e.strerror)\n\
+pathlib.Path('done.txt').write_text('done\\n')\n";
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+            ),
+            ("README.md", "app\n"),
+            ("agent.py", agent),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"Caches\"\nsession = \"TC-caches\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Write done.txt\"\n",
+            ),
+        ],
+        &[],
+        "",
+    );
+    let out = std::process::Command::new(wavecrew_testkit::bin_path("wavecrew"))
+        .args(["run", "wavecrew.tasks.toml"])
+        .current_dir(&root)
+        .env("HOME", &home)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let said = stdout_of(&root.join(".workflow/.team/TC-caches"), "IMPL-001");
+    assert!(said.contains("WROTE .cargo/registry/note.txt"), "{said}");
+    for rel in [
+        ".cargo/config.toml",
+        ".cargo/bin/cargo",
+        ".rustup/settings.toml",
+        ".cache/tools/bin/pytest",
+    ] {
+        assert!(said.contains(&format!("DENIED {rel}")), "{rel}: {said}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(home.join(".cargo/config.toml")).unwrap(),
+        "[net]\noffline = true\n"
+    );
+    assert!(!home.join(".cargo/bin/cargo").exists());
+}

@@ -410,8 +410,12 @@ pub struct IsolationConfig {
     /// `off`: anywhere the user may (see `crate::confine`).
     pub sandbox: SandboxMode,
     /// More places agents may write (`~` is their home): the caches real
-    /// builds fill. Default: `~/.cache`, `~/.cargo`, `~/.rustup`, `~/.npm`,
-    /// `~/.local/share/pnpm`, `~/.yarn`, `~/go`.
+    /// builds fill, where they hold data and never code or configuration
+    /// another program runs. Default: [`crate::confine::DATA_CACHES`]
+    /// (Cargo's registry and git checkouts and its lock files, npm's
+    /// content cache, pip's, uv's and Go's caches, the pnpm and Yarn
+    /// stores); not `~/.cargo/config.toml`, `~/.cargo/bin`, toolchains
+    /// under `~/.rustup`, nor tools installed under `~/.cache`.
     pub sandbox_writable: Vec<String>,
     /// Changes outside a task's declared `files`: `warn` (default: listed
     /// in its result and on the bus) or `fail` (the task fails, naming
@@ -473,17 +477,10 @@ impl Default for IsolationConfig {
             seed: vec!["target".to_owned(), "node_modules".to_owned()],
             seed_max_mb: 2048,
             sandbox: SandboxMode::default(),
-            sandbox_writable: [
-                "~/.cache",
-                "~/.cargo",
-                "~/.rustup",
-                "~/.npm",
-                "~/.local/share/pnpm",
-                "~/.yarn",
-                "~/go",
-            ]
-            .map(str::to_owned)
-            .to_vec(),
+            sandbox_writable: crate::confine::DATA_CACHES
+                .iter()
+                .map(|p| (*p).to_owned())
+                .collect(),
             undeclared: UndeclaredMode::default(),
             setup_again: SetupAgain::default(),
             trust_task_files: false,

@@ -24,6 +24,36 @@ use wavecrew_sys::git::WorkTreeGit;
 
 use crate::config::{Config, Kind, SandboxMode};
 
+/// The default `[isolation] sandbox_writable`: the caches real builds
+/// fill, only where they hold data (downloaded packages, build caches,
+/// lock files), never configuration or programs that another process, or
+/// the user's next build, would run: `~/.cargo/config.toml` (a
+/// `rustc-wrapper`), `~/.cargo/bin`, toolchains under `~/.rustup` and tools
+/// installed under `~/.cache` stay out of reach.
+pub const DATA_CACHES: [&str; 12] = [
+    "~/.cargo/registry",
+    "~/.cargo/git",
+    "~/.cargo/.package-cache",
+    "~/.cargo/.package-cache-mutate",
+    "~/.cargo/.global-cache",
+    "~/.npm/_cacache",
+    "~/.cache/pip",
+    "~/.cache/uv",
+    "~/.cache/go-build",
+    "~/go/pkg/mod",
+    "~/.local/share/pnpm/store",
+    "~/.yarn/berry/cache",
+];
+
+/// Cargo's lock and cache-tracking files: made (empty) before an agent
+/// runs when they are missing, since a rule names only what exists and
+/// Cargo would otherwise have to create them in `~/.cargo` itself.
+const MADE_FIRST: [&str; 3] = [
+    "~/.cargo/.package-cache",
+    "~/.cargo/.package-cache-mutate",
+    "~/.cargo/.global-cache",
+];
+
 /// What an agent working in `cwd` for the session in `session_dir` may
 /// write, or `None` when agents are not confined (`sandbox = "off"`). The
 /// backend's own folders and the temporary folder are added per attempt
@@ -50,6 +80,18 @@ pub fn writable(
         None => paths.extend(WorkTreeGit::locate(cwd).iter().flat_map(git_metadata)),
     }
     let home = home_dir(None);
+    for file in MADE_FIRST {
+        if config.isolation.sandbox_writable.iter().any(|p| p == file)
+            && let Some(path) = expand(file, home.as_deref())
+            && path.parent().is_some_and(Path::is_dir)
+            && !path.exists()
+        {
+            let _ = std::fs::OpenOptions::new()
+                .create_new(true)
+                .write(true)
+                .open(&path);
+        }
+    }
     paths.extend(
         config
             .isolation

@@ -216,3 +216,58 @@ pub(crate) fn remove_any(path: &Path) -> Result<()> {
     };
     removed.map_err(|e| IsolationError::io("removing", path, e))
 }
+
+/// The git folder of the linked worktree at `path`, trusted only when
+/// what leads there is as git wrote it: the worktree's `.git` file names a
+/// folder directly under `<common_dir>/worktrees/`, whose `gitdir` names
+/// this `.git` back and whose `commondir` leads to `common_dir`. An agent
+/// may write all three (it commits on its branch); a redirect to a copy of
+/// the repository with drivers of its own is refused here, named, before
+/// wavecrew runs git in the worktree.
+pub(crate) fn trusted_git_dir(common_dir: &Path, path: &Path) -> Result<PathBuf> {
+    let refused = |what: String| IsolationError::BadWorktree {
+        path: path.to_owned(),
+        message: format!(
+            "{what}; expected what git wrote when it made the worktree (an agent may have \
+             rewritten it to lead git elsewhere): wavecrew does not run git there"
+        ),
+    };
+    let dot_git = path.join(".git");
+    let text = fs::read_to_string(&dot_git)
+        .map_err(|e| refused(format!("its `.git` file cannot be read ({e})")))?;
+    let named = text
+        .strip_prefix("gitdir: ")
+        .map(|t| PathBuf::from(t.trim_end()))
+        .filter(|d| d.is_absolute())
+        .ok_or_else(|| refused("its `.git` file does not name a git folder".to_owned()))?;
+    let admin = canon(&named);
+    let worktrees = canon(&common_dir.join("worktrees"));
+    if admin.parent() != Some(worktrees.as_path()) {
+        return Err(refused(format!(
+            "its `.git` leads to `{}`, not to a folder of `{}`",
+            named.display(),
+            worktrees.display()
+        )));
+    }
+    let back = fs::read_to_string(admin.join("gitdir")).unwrap_or_default();
+    if canon(Path::new(back.trim_end())) != canon(&dot_git) {
+        return Err(refused(format!(
+            "its git folder's `gitdir` names `{}`",
+            back.trim_end()
+        )));
+    }
+    let common = fs::read_to_string(admin.join("commondir")).unwrap_or_default();
+    let common = common.trim_end();
+    let common = if Path::new(common).is_absolute() {
+        PathBuf::from(common)
+    } else {
+        admin.join(common)
+    };
+    if canon(&common) != canon(common_dir) {
+        return Err(refused(format!(
+            "its git folder's `commondir` leads to `{}`",
+            common.display()
+        )));
+    }
+    Ok(admin)
+}

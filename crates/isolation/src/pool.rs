@@ -39,6 +39,7 @@ use crate::error::{IsolationError, Result};
 use crate::integration::Integration;
 use crate::layout::{
     Listed, WORKTREE_LOCK, Worktree, canon, list_worktrees, pooled, remove_any, slot_number,
+    trusted_git_dir,
 };
 use crate::lock::lock;
 
@@ -254,6 +255,9 @@ impl Integration {
         base: &str,
         claim: &Claim,
     ) -> Result<(Vec<String>, bool)> {
+        // No git runs in it unless what leads git to its folder is as git
+        // wrote it; otherwise the caller removes it and makes a fresh one.
+        trusted_git_dir(self.repo().common_dir(), path)?;
         // Given back at this very base, and nothing changed or untracked
         // since as git status says (the session's linked folder aside): it
         // is what the reset makes already (its index and files are its
@@ -275,7 +279,14 @@ impl Integration {
                 .to_owned(),
         ];
         let set_up_at = (claim.locks.is_some())
-            .then(|| fs::read_to_string(own_git_dir(path).ok()?.join(SET_UP_AT)).ok())
+            .then(|| {
+                fs::read_to_string(
+                    trusted_git_dir(self.repo().common_dir(), path)
+                        .ok()?
+                        .join(SET_UP_AT),
+                )
+                .ok()
+            })
             .flatten()
             .map(|c| c.trim().to_owned())
             .filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_hexdigit()));
@@ -333,7 +344,7 @@ impl Integration {
     /// task that takes it over warm runs setup again only when a
     /// dependency file differs between that commit and its own base.
     pub fn record_set_up(&self, wt: &Worktree) -> Result<()> {
-        let file = own_git_dir(&wt.path)?.join(SET_UP_AT);
+        let file = trusted_git_dir(self.repo().common_dir(), &wt.path)?.join(SET_UP_AT);
         wavecrew_core::fsutil::write_atomic(&file, wt.base.as_bytes())?;
         Ok(())
     }
@@ -349,7 +360,7 @@ impl Integration {
         };
         Ok(WorkTreeGit {
             top: real(&wt.path)?,
-            git_dir: real(&own_git_dir(&wt.path)?)?,
+            git_dir: real(&trusted_git_dir(self.repo().common_dir(), &wt.path)?)?,
             common_dir: real(self.repo().common_dir())?,
             head: Some(if wt.is_detached() {
                 "HEAD".to_owned()
@@ -384,20 +395,6 @@ impl Integration {
 /// The git folder of the worktree at `path` (its own, not the common
 /// one): what its `.git` file names (`gitdir: <folder>`, as `git worktree
 /// add` writes it), asked of git when the file says otherwise.
-fn own_git_dir(path: &Path) -> Result<PathBuf> {
-    let named = fs::read_to_string(path.join(".git"))
-        .ok()
-        .and_then(|text| Some(PathBuf::from(text.strip_prefix("gitdir: ")?.trim_end())))
-        .filter(|dir| dir.is_absolute() && dir.is_dir());
-    if let Some(dir) = named {
-        return Ok(dir);
-    }
-    let out = crate::git::git(path)
-        .args(["rev-parse", "--absolute-git-dir"])
-        .text()?;
-    Ok(PathBuf::from(out.trim()))
-}
-
 /// The lockfiles of the keyed folders at the top of `dir`, by name.
 fn lockfiles(dir: &Path) -> std::collections::BTreeMap<&'static str, Vec<u8>> {
     KEYED

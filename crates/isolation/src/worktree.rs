@@ -27,7 +27,7 @@ use crate::ids::{check_id, check_rel_path};
 use crate::integration::Integration;
 use crate::layout::{
     Listed, SLOTS_DIR, WORKTREE_LOCK, Worktree, canon, free_slot, list_worktrees, remove_any,
-    task_branch_name,
+    task_branch_name, trusted_git_dir,
 };
 use crate::lock::lock;
 use crate::pool::Claim;
@@ -203,6 +203,10 @@ impl Integration {
                         ),
                     });
                 }
+                // A resumed attempt's worktree, which its agent (killed
+                // before the guard put things back) may have redirected:
+                // refused, named, before any git runs there.
+                trusted_git_dir(self.repo.common_dir(), &l.path)?;
                 if fresh {
                     // A record lost while its branch and worktree stayed:
                     // the marker is this call's own, and nothing is reset.

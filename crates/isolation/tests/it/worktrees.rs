@@ -833,3 +833,39 @@ fn a_lost_record_does_not_reset_the_attempts_worktree() {
     assert!(!state.join("1.resetting").exists());
     p.assert_sound();
 }
+
+/// A resumed attempt's worktree whose `.git` file, or whose git folder's
+/// `commondir`, an agent rewrote to lead git to a copy of the repository
+/// is refused, named, before any git runs in it; one that leads where git
+/// wrote is opened again as before.
+#[test]
+fn a_worktree_whose_git_redirect_was_rewritten_is_refused() {
+    let p = Project::new();
+    let s = p.start("S-redirect");
+    let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    // Found again, untouched: opened.
+    let again = s.open_worktree("IMPL-001", 1, &[]).unwrap();
+    assert_eq!(again.path, wt.path);
+    let dot_git = wt.path.join(".git");
+    let told = std::fs::read_to_string(&dot_git).unwrap();
+    let copy = p.top.parent().unwrap().join("copy.git");
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(p.top.join(".git"))
+        .arg(&copy)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(&dot_git, format!("gitdir: {}\n", copy.display())).unwrap();
+    let e = s.open_worktree("IMPL-001", 1, &[]).unwrap_err().to_string();
+    assert!(e.contains("`.git` leads to"), "{e}");
+    std::fs::write(&dot_git, &told).unwrap();
+    let admin = std::path::PathBuf::from(told.trim_end().strip_prefix("gitdir: ").unwrap());
+    let commondir = admin.join("commondir");
+    let was = std::fs::read_to_string(&commondir).unwrap();
+    std::fs::write(&commondir, format!("{}\n", copy.display())).unwrap();
+    let e = s.open_worktree("IMPL-001", 1, &[]).unwrap_err().to_string();
+    assert!(e.contains("`commondir` leads to"), "{e}");
+    std::fs::write(&commondir, was).unwrap();
+    assert_eq!(s.open_worktree("IMPL-001", 1, &[]).unwrap().path, wt.path);
+}
