@@ -868,6 +868,11 @@ print(task + ' done')\n";
             error.contains("the agent changed what git runs") && error.contains(file),
             "{id}: {error}"
         );
+        // Where it led git is named, for the person who looks.
+        assert!(
+            error.contains("it led git to `") && error.contains(&format!("copy-{id}")),
+            "{id}: {error}"
+        );
     }
     let (status, error) = outcome_of(&session, "IMPL-003");
     assert_eq!(status, "completed", "{error}\n{all}");

@@ -159,9 +159,17 @@ impl RepoGuard {
 /// For a configuration file: the lines that are new, quoted (what git
 /// would have run).
 fn config_lines(path: &Path, was: &Recorded, is: &Recorded) -> String {
-    let is_config = path
-        .file_name()
-        .is_some_and(|n| n == "config" || n == "config.worktree");
+    let name = path.file_name().unwrap_or_default();
+    if name == ".git" || name == "gitdir" || name == "commondir" {
+        // A redirect: where it led git instead.
+        let to = String::from_utf8_lossy(&is.0);
+        let to = to.lines().next().unwrap_or_default().trim();
+        return format!(
+            " (put back; it led git to `{}`)",
+            to.chars().take(200).collect::<String>()
+        );
+    }
+    let is_config = name == "config" || name == "config.worktree";
     if !is_config {
         return " (put back)".to_owned();
     }
