@@ -257,7 +257,13 @@ fn live_diff(session_dir: &Path, id: &TaskId) -> Result<Option<TaskDiff>, String
     else {
         return Ok(None);
     };
-    let tracked = wavecrew_sys::git::git(&dir)
+    // The agent may be at work there: git is pinned to the folders git
+    // wrote for the worktree, never led by its `.git` to drivers of the
+    // agent's own.
+    let pinned = integration
+        .pinned_work_tree(&dir)
+        .map_err(|e| e.to_string())?;
+    let tracked = wavecrew_sys::git::git_pinned(&pinned)
         .args([
             "diff",
             "--no-color",
@@ -271,7 +277,7 @@ fn live_diff(session_dir: &Path, id: &TaskId) -> Result<Option<TaskDiff>, String
         .run()
         .map_err(|e| e.to_string())?;
     let mut text = cut(&tracked);
-    let untracked = wavecrew_sys::git::git(&dir)
+    let untracked = wavecrew_sys::git::git_pinned(&pinned)
         .args(["ls-files", "--others", "--exclude-standard", "-z"])
         .run()
         .map_err(|e| e.to_string())?;

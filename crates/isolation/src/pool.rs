@@ -370,6 +370,20 @@ impl Integration {
         })
     }
 
+    /// The work tree at `dir` (a worktree of this session) with the git
+    /// folders git wrote for it, for git pinned to them
+    /// ([`wavecrew_sys::git::git_pinned`]): what reads a worktree while its
+    /// agent may still be rewriting its `.git` (the cockpit's live diff)
+    /// never follows a redirect. An error names what was rewritten.
+    pub fn pinned_work_tree(&self, dir: &Path) -> Result<WorkTreeGit> {
+        Ok(WorkTreeGit {
+            top: dir.to_owned(),
+            git_dir: trusted_git_dir(self.repo().common_dir(), dir)?,
+            common_dir: self.repo().common_dir().to_owned(),
+            head: None,
+        })
+    }
+
     /// Whether `path` is strictly inside [`Integration::worktrees_dir`].
     pub(crate) fn owns_path(&self, path: &Path) -> bool {
         let dir = canon(&self.worktrees_dir());
