@@ -840,7 +840,11 @@ impl Role for RoadmapRole {
     /// work, checked in its own worktree.
     async fn validate(&self, task: &Task, work: &PhaseWork) -> Report {
         if let Workspace::Isolated { .. } = &work.workspace {
-            return wavecrew_role_kit::finish(self, task, work).await;
+            // The phase's lane is its tasks' declared files.
+            let mut gated = task.clone();
+            let files: BTreeSet<String> = work.tasks.iter().flat_map(Task::files).collect();
+            gated.metadata.insert("target_files".into(), json!(files));
+            return wavecrew_role_kit::finish(self, &gated, work).await;
         }
         let view = match self.ctx.read_only_workspace(task) {
             Ok(view) => view,
