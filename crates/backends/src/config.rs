@@ -370,6 +370,27 @@ pub enum IsolationMode {
     InPlace,
 }
 
+/// The default `[isolation] sandbox_writable`: the caches real builds
+/// fill, only where they hold data (downloaded packages, build caches,
+/// lock files), never configuration or programs that another process, or
+/// the user's next build, would run: `~/.cargo/config.toml` (a
+/// `rustc-wrapper`), `~/.cargo/bin`, toolchains under `~/.rustup` and tools
+/// installed under `~/.cache` stay out of reach.
+pub const DATA_CACHES: [&str; 12] = [
+    "~/.cargo/registry",
+    "~/.cargo/git",
+    "~/.cargo/.package-cache",
+    "~/.cargo/.package-cache-mutate",
+    "~/.cargo/.global-cache",
+    "~/.npm/_cacache",
+    "~/.cache/pip",
+    "~/.cache/uv",
+    "~/.cache/go-build",
+    "~/go/pkg/mod",
+    "~/.local/share/pnpm/store",
+    "~/.yarn/berry/cache",
+];
+
 /// `[isolation]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -411,7 +432,7 @@ pub struct IsolationConfig {
     pub sandbox: SandboxMode,
     /// More places agents may write (`~` is their home): the caches real
     /// builds fill, where they hold data and never code or configuration
-    /// another program runs. Default: [`crate::confine::DATA_CACHES`]
+    /// another program runs. Default: [`DATA_CACHES`]
     /// (Cargo's registry and git checkouts and its lock files, npm's
     /// content cache, pip's, uv's and Go's caches, the pnpm and Yarn
     /// stores); not `~/.cargo/config.toml`, `~/.cargo/bin`, toolchains
@@ -477,10 +498,7 @@ impl Default for IsolationConfig {
             seed: vec!["target".to_owned(), "node_modules".to_owned()],
             seed_max_mb: 2048,
             sandbox: SandboxMode::default(),
-            sandbox_writable: crate::confine::DATA_CACHES
-                .iter()
-                .map(|p| (*p).to_owned())
-                .collect(),
+            sandbox_writable: DATA_CACHES.iter().map(|p| (*p).to_owned()).collect(),
             undeclared: UndeclaredMode::default(),
             setup_again: SetupAgain::default(),
             trust_task_files: false,

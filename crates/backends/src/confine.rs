@@ -24,27 +24,6 @@ use wavecrew_sys::git::WorkTreeGit;
 
 use crate::config::{Config, Kind, SandboxMode};
 
-/// The default `[isolation] sandbox_writable`: the caches real builds
-/// fill, only where they hold data (downloaded packages, build caches,
-/// lock files), never configuration or programs that another process, or
-/// the user's next build, would run: `~/.cargo/config.toml` (a
-/// `rustc-wrapper`), `~/.cargo/bin`, toolchains under `~/.rustup` and tools
-/// installed under `~/.cache` stay out of reach.
-pub const DATA_CACHES: [&str; 12] = [
-    "~/.cargo/registry",
-    "~/.cargo/git",
-    "~/.cargo/.package-cache",
-    "~/.cargo/.package-cache-mutate",
-    "~/.cargo/.global-cache",
-    "~/.npm/_cacache",
-    "~/.cache/pip",
-    "~/.cache/uv",
-    "~/.cache/go-build",
-    "~/go/pkg/mod",
-    "~/.local/share/pnpm/store",
-    "~/.yarn/berry/cache",
-];
-
 /// Cargo's lock and cache-tracking files: made (empty) before an agent
 /// runs when they are missing, since a rule names only what exists and
 /// Cargo would otherwise have to create them in `~/.cargo` itself.
