@@ -389,25 +389,7 @@ fn planex_holds_each_misbehaving_agent() {
         store.create(t).unwrap();
     }
     // The planner's last wave is out: the worker ends with the queue.
-    let planned = wavecrew_testkit::run_bin(
-        "wavecrew",
-        &[
-            "msg",
-            "log",
-            "--session-id",
-            SESSION,
-            "--from",
-            "planner",
-            "--to",
-            "executor",
-            "--type",
-            "all_planned",
-            "--summary",
-            "[planner] all planned",
-        ],
-        &root,
-    );
-    assert_eq!(planned.code, 0, "{}", planned.render());
+    crate::planex::all_planned_in(&root, SESSION);
     let o = run_with_pytest(
         "wavecrew-planex",
         &["--session", session.to_str().unwrap()],

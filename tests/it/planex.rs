@@ -252,13 +252,19 @@ fn issues_become_commits_and_a_resume_never_commits_twice() {
 
 /// The planner's `all_planned` on the session's bus.
 fn all_planned(root: &Path) {
+    all_planned_in(root, SESSION);
+}
+
+/// The planner's `all_planned` on the bus of the session `session` in
+/// `root`: a planex worker ends once its queue is empty.
+pub(crate) fn all_planned_in(root: &Path, session: &str) {
     let planned = run_bin(
         "wavecrew",
         &[
             "msg",
             "log",
             "--session-id",
-            SESSION,
+            session,
             "--from",
             "planner",
             "--to",
