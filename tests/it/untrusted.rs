@@ -868,6 +868,21 @@ print(task + ' done')\n";
             error.contains("the agent changed what git runs") && error.contains(file),
             "{id}: {error}"
         );
+        // What it tampered with is a field of its own, for the person who
+        // looks (status, the reports, the cockpit) and for scripts.
+        let store = wavecrew_core::FileTaskStore::for_session(&session);
+        let result = store
+            .get(&TaskId::new(id).unwrap())
+            .unwrap()
+            .result
+            .unwrap();
+        let tampered = result["tampered"].as_array().cloned().unwrap_or_default();
+        assert!(
+            tampered
+                .iter()
+                .any(|t| t.as_str().is_some_and(|t| t.contains(file))),
+            "{id}: {result:#}"
+        );
         // Where it led git is named, for the person who looks.
         assert!(
             error.contains("it led git to `") && error.contains(&format!("copy-{id}")),

@@ -63,6 +63,10 @@ pub struct PhaseError {
     pub kind: PhaseErrorKind,
     /// What happened, for people: the task's report carries it.
     pub message: String,
+    /// What the agent tampered with, one line each (a file, the setting
+    /// it added): the report carries it as `tampered`, for a person to see
+    /// in `wavecrew status`, the reports and the cockpit. Empty otherwise.
+    pub tampered: Vec<String>,
 }
 
 /// What a role's phase failed on.
@@ -95,7 +99,15 @@ impl PhaseError {
         PhaseError {
             kind,
             message: message.into(),
+            tampered: Vec::new(),
         }
+    }
+
+    /// This error, naming what the agent tampered with.
+    #[must_use]
+    pub fn with_tampered(mut self, tampered: Vec<String>) -> Self {
+        self.tampered = tampered;
+        self
     }
 
     /// [`PhaseErrorKind::Input`].
@@ -185,10 +197,18 @@ pub trait Role: Send + Sync {
     /// The report of a task whose phase 2 or 3 failed.
     fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
         let mut report = Report::failure("task_failed", task, &error.message);
-        let kind = serde_json::to_value(error.kind).unwrap_or(Value::Null);
-        report.data.insert("error_kind".into(), kind.clone());
-        if let Value::Object(result) = &mut report.result {
-            result.insert("error_kind".into(), kind);
+        let mut extra = vec![(
+            "error_kind",
+            serde_json::to_value(error.kind).unwrap_or(Value::Null),
+        )];
+        if !error.tampered.is_empty() {
+            extra.push(("tampered", Value::from(error.tampered.clone())));
+        }
+        for (key, value) in extra {
+            report.data.insert(key.into(), value.clone());
+            if let Value::Object(result) = &mut report.result {
+                result.insert(key.into(), value);
+            }
         }
         report
     }

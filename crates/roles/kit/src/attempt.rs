@@ -209,7 +209,8 @@ impl RoleContext {
                      reads), so an attempt that changes them fails",
                     spec.id.as_str(),
                     found.join("; ")
-                )));
+                ))
+                .with_tampered(found));
             }
         }
         match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {

@@ -45,9 +45,15 @@ impl ReportBuilder {
     }
 
     /// [`ReportBuilder::failed`] for a phase's error, with its kind
-    /// (`error_kind`: `input`, `agent`, `environment`, …).
+    /// (`error_kind`: `input`, `agent`, `environment`, …) and what the
+    /// agent tampered with (`tampered`), when anything.
     pub fn phase_failed(kind: &str, task: &Task, error: &PhaseError) -> Self {
-        Self::failed(kind, task, &error.message).field("error_kind", error.kind)
+        let report = Self::failed(kind, task, &error.message).field("error_kind", error.kind);
+        if error.tampered.is_empty() {
+            report
+        } else {
+            report.field("tampered", &error.tampered)
+        }
     }
 
     /// The record's summary (without the role tag: the worker loop adds it).
