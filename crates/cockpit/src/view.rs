@@ -199,14 +199,9 @@ pub fn task_diff(session_dir: &Path, id: &TaskId) -> Result<Option<TaskDiff>, St
         wavecrew_sys::git::git(repo.top())
     };
     let out = git
-        .args([
-            "diff",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--stat",
-            "--patch",
-        ])
+        .arg("diff")
+        .args(wavecrew_sys::git::PLAIN_DIFF)
+        .args(["--stat", "--patch"])
         .arg(format!("{base}...{branch}"))
         .arg("--")
         .run()
@@ -264,16 +259,9 @@ fn live_diff(session_dir: &Path, id: &TaskId) -> Result<Option<TaskDiff>, String
         .pinned_work_tree(&dir)
         .map_err(|e| e.to_string())?;
     let tracked = wavecrew_sys::git::git_pinned(&pinned)
-        .args([
-            "diff",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--stat",
-            "--patch",
-            base,
-            "--",
-        ])
+        .arg("diff")
+        .args(wavecrew_sys::git::PLAIN_DIFF)
+        .args(["--stat", "--patch", base, "--"])
         .run()
         .map_err(|e| e.to_string())?;
     let mut text = cut(&tracked);

@@ -103,6 +103,20 @@ impl PhaseError {
         }
     }
 
+    /// What a failure report carries of this error beside its message:
+    /// `error_kind`, and `tampered` when the agent tampered with anything.
+    pub fn report_fields(&self) -> Map<String, Value> {
+        let mut fields = Map::new();
+        fields.insert(
+            "error_kind".into(),
+            serde_json::to_value(self.kind).unwrap_or(Value::Null),
+        );
+        if !self.tampered.is_empty() {
+            fields.insert("tampered".into(), Value::from(self.tampered.clone()));
+        }
+        fields
+    }
+
     /// This error, naming what the agent tampered with.
     #[must_use]
     pub fn with_tampered(mut self, tampered: Vec<String>) -> Self {
@@ -197,17 +211,10 @@ pub trait Role: Send + Sync {
     /// The report of a task whose phase 2 or 3 failed.
     fn failure_report(&self, task: &Task, error: &PhaseError) -> Report {
         let mut report = Report::failure("task_failed", task, &error.message);
-        let mut extra = vec![(
-            "error_kind",
-            serde_json::to_value(error.kind).unwrap_or(Value::Null),
-        )];
-        if !error.tampered.is_empty() {
-            extra.push(("tampered", Value::from(error.tampered.clone())));
-        }
-        for (key, value) in extra {
-            report.data.insert(key.into(), value.clone());
+        for (key, value) in error.report_fields() {
+            report.data.insert(key.clone(), value.clone());
             if let Value::Object(result) = &mut report.result {
-                result.insert(key.into(), value);
+                result.insert(key, value);
             }
         }
         report

@@ -598,13 +598,8 @@ impl Integration {
         let diff = self
             .repo
             .git()
-            .args([
-                "diff",
-                "--binary",
-                "--no-color",
-                "--no-ext-diff",
-                "--no-textconv",
-            ])
+            .args(["diff", "--binary"])
+            .args(wavecrew_sys::git::PLAIN_DIFF)
             .arg(&self.state.base)
             .arg(&tip)
             .run()?;

@@ -120,6 +120,11 @@ pub fn git(dir: &Path) -> Git {
     }
 }
 
+/// The options of every diff wavecrew reads or shows (`git diff`, `git
+/// show`): plain text, and no program the configuration names (an
+/// external diff, a textconv filter) run to make it.
+pub const PLAIN_DIFF: [&str; 3] = ["--no-color", "--no-ext-diff", "--no-textconv"];
+
 /// Start a git command in the work tree `wt`, pinned to the git folders
 /// wavecrew recorded for it (`--git-dir`, `--work-tree`, `GIT_COMMON_DIR`),
 /// never to what its `.git` file or its git folder's `commondir` say now:

@@ -55,19 +55,14 @@ pub fn landed_changes(session_dir: &Path, task: &Task) -> String {
             continue;
         };
         let stat = git_in(&repo)
-            .args([
-                "show",
-                "--no-color",
-                "--no-ext-diff",
-                "--no-textconv",
-                "--stat",
-                "--format=commit %H%n%s",
-                commit,
-            ])
+            .arg("show")
+            .args(wavecrew_sys::git::PLAIN_DIFF)
+            .args(["--stat", "--format=commit %H%n%s", commit])
             .text()
             .unwrap_or_default();
         let diff = git_in(&repo)
-            .args(["diff", "--no-color", "--no-ext-diff", "--no-textconv"])
+            .arg("diff")
+            .args(wavecrew_sys::git::PLAIN_DIFF)
             .arg(format!("{commit}^1"))
             .arg(commit)
             .arg("--")

@@ -48,12 +48,9 @@ impl ReportBuilder {
     /// (`error_kind`: `input`, `agent`, `environment`, …) and what the
     /// agent tampered with (`tampered`), when anything.
     pub fn phase_failed(kind: &str, task: &Task, error: &PhaseError) -> Self {
-        let report = Self::failed(kind, task, &error.message).field("error_kind", error.kind);
-        if error.tampered.is_empty() {
-            report
-        } else {
-            report.field("tampered", &error.tampered)
-        }
+        let mut report = Self::failed(kind, task, &error.message);
+        report.extend(error.report_fields());
+        report
     }
 
     /// The record's summary (without the role tag: the worker loop adds it).
