@@ -7,9 +7,10 @@
 //! the test fails.
 //!
 //! Three shapes of session: a team-coordinate session (the directive in a
-//! task's description), a planex solution and a roadmap phase (the
-//! directive in a task's `implementation` steps). Offline: the CLIs talk to
-//! 127.0.0.1 only, with a private `HOME` and fake keys.
+//! task's description; gemini too), a planex solution and a roadmap phase
+//! (the directive in a task's `implementation` steps). Offline: the CLIs
+//! talk to 127.0.0.1 only, with a private `HOME` and fake keys; confined,
+//! as by default, each with its private copy of its configuration.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -105,7 +106,20 @@ impl World {
                 }
                 ("claude", "claude-sonnet-4-5")
             }
-            AgentCli::Gemini => unreachable!("these tests run claude and codex"),
+            AgentCli::Gemini => {
+                let gemini = home.join(".gemini");
+                std::fs::create_dir_all(&gemini).unwrap();
+                std::fs::write(
+                    gemini.join("settings.json"),
+                    r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},
+                        "general":{"maxAttempts":1,"retryFetchErrors":false,"disableAutoUpdate":true,"disableUpdateNag":true},
+                        "privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}"#,
+                )
+                .unwrap();
+                env.push(("GEMINI_API_KEY", "mock-gemini-key".into()));
+                env.push(("GOOGLE_GEMINI_BASE_URL", base));
+                ("gemini", "gemini-2.5-pro")
+            }
         };
         let env = env
             .iter()
@@ -212,6 +226,36 @@ impl World {
             );
         }
         s
+    }
+
+    /// Each task's agent kept its CLI's sessions in its private copy of the
+    /// CLI's configuration (beside the task's attempts), and none in the
+    /// user's folder: a confined agent never writes the user's settings.
+    fn assert_private_config(&self, session: &str, tasks: &[&str]) {
+        let (user_state, copy_state) = match self.cli {
+            AgentCli::Claude => (".claude/projects", "projects"),
+            AgentCli::Codex => (".codex/sessions", "sessions"),
+            AgentCli::Gemini => (".gemini/tmp", ".gemini/tmp"),
+        };
+        assert!(
+            !self.home().join(user_state).exists(),
+            "the user's {user_state} was written"
+        );
+        if self.cli == AgentCli::Claude {
+            assert!(!self.home().join(".claude.json").exists());
+        }
+        for task in tasks {
+            let copy = self
+                .session(session)
+                .join("attempts")
+                .join(task)
+                .join("cli-config/cli");
+            assert!(
+                copy.join(copy_state).is_dir(),
+                "{task}: no {copy_state} in {}",
+                copy.display()
+            );
+        }
     }
 
     /// The run exited 0, every file holds exactly its text, and every
@@ -322,6 +366,7 @@ fn team_coordinate(cli: AgentCli) {
             "done: created notes/IMPL-003.md",
         ],
     );
+    w.assert_private_config(TC, &["IMPL-001", "IMPL-002", "IMPL-003"]);
 }
 
 #[test]
@@ -332,6 +377,11 @@ fn claude_follows_a_team_coordinate_description() {
 #[test]
 fn codex_follows_a_team_coordinate_description() {
     team_coordinate(AgentCli::Codex);
+}
+
+#[test]
+fn gemini_follows_a_team_coordinate_description() {
+    team_coordinate(AgentCli::Gemini);
 }
 
 // ---------------------------------------------------------------------------

@@ -985,3 +985,129 @@ pathlib.Path('done.txt').write_text('done\\n')\n";
     );
     assert!(!home.join(".cargo/bin/cargo").exists());
 }
+
+/// An agent CLI's settings are code its next session runs (Claude Code's
+/// hooks and MCP servers, Codex's `notify`): a confined agent of kind
+/// `claude` (here a script that stands in for it) cannot add a hook to the
+/// user's `~/.claude/settings.json`, an MCP server to `~/.claude.json`, a
+/// command to `~/.claude/commands`, nor touch another CLI's settings; it
+/// works with its private copy (`CLAUDE_CONFIG_DIR`, beside the task's
+/// attempts), which holds the user's settings and which it may change.
+#[test]
+fn a_confined_agent_cli_gets_a_private_copy_of_its_settings() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let home = tmp.path().canonicalize().unwrap().join("home");
+    for dir in [".claude/commands", ".codex", ".gemini"] {
+        std::fs::create_dir_all(home.join(dir)).unwrap();
+    }
+    let user_settings = "{\"env\": {\"FROM_USER\": \"1\"}}\n";
+    std::fs::write(home.join(".claude/settings.json"), user_settings).unwrap();
+    std::fs::write(home.join(".claude.json"), "{}\n").unwrap();
+    std::fs::write(home.join(".codex/config.toml"), "model = \"m\"\n").unwrap();
+    std::fs::write(home.join(".gemini/settings.json"), "{}\n").unwrap();
+    let hook = "{\"hooks\": {\"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"touch /tmp/pwned\"}]}]}}\n";
+    let agent = format!(
+        "#!/usr/bin/env python3\n\
+import json, os, pathlib, sys\n\
+if '--version' in sys.argv:\n\
+\x20   print('2.0.0 (Claude Code)')\n\
+\x20   sys.exit(0)\n\
+home, mine = os.environ['HOME'], os.environ.get('CLAUDE_CONFIG_DIR', '')\n\
+print(json.dumps({{'type': 'system', 'subtype': 'init', 'session_id': 's-1'}}))\n\
+said = ['COPY ' + mine, 'SEES ' + pathlib.Path(mine, 'settings.json').read_text().strip()]\n\
+for path in [os.path.join(home, rel) for rel in ('.claude/settings.json', '.claude.json', '.claude/commands/evil.md', '.codex/config.toml', '.gemini/settings.json')] + [os.path.join(mine, 'settings.json')]:\n\
+\x20   try:\n\
+\x20       with open(path, 'w') as f:\n\
+\x20           f.write({hook:?})\n\
+\x20       said.append('WROTE ' + path)\n\
+\x20   except OSError as e:\n\
+\x20       said.append('DENIED ' + path + ': ' + e.strerror)\n\
+pathlib.Path('done.txt').write_text('done\\n')\n\
+print(json.dumps({{'type': 'result', 'subtype': 'success', 'is_error': False, 'session_id': 's-1', 'result': ' | '.join(said)}}))\n"
+    );
+    let fake = tmp.path().canonicalize().unwrap().join("claude");
+    std::fs::write(&fake, agent).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::write(
+        root.join(".gitignore"),
+        ".workflow/\nwavecrew.toml\nwavecrew.tasks.toml\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("README.md"), "app\n").unwrap();
+    std::fs::write(
+        root.join("wavecrew.tasks.toml"),
+        "goal = \"Settings\"\nsession = \"TC-settings\"\n\n\
+         [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Write done.txt\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("wavecrew.toml"),
+        format!(
+            "[aliases]\nagent = \"cc\"\ncodex = \"cc\"\n\n[backends.cc]\nkind = \"claude\"\n\
+             program = {:?}\n\n[routing]\nmax_retries = 0\nfallback = []\n",
+            fake.display().to_string()
+        ),
+    )
+    .unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["add", "."]);
+    git(&root, &["commit", "-qm", "start"]);
+    let out = std::process::Command::new(wavecrew_testkit::bin_path("wavecrew"))
+        .args(["run", "wavecrew.tasks.toml"])
+        .current_dir(&root)
+        .env("HOME", &home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let session = root.join(".workflow/.team/TC-settings");
+    let copy = session.join("attempts/IMPL-001/cli-config/cc");
+    let outcome: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(session.join("attempts/IMPL-001/1/outcome.json")).unwrap(),
+    )
+    .unwrap();
+    let said = outcome["final_message"].as_str().unwrap_or_default();
+    assert!(said.contains(&format!("COPY {}", copy.display())), "{said}");
+    assert!(
+        said.contains("SEES {\"env\": {\"FROM_USER\": \"1\"}}"),
+        "{said}"
+    );
+    for rel in [
+        ".claude/settings.json",
+        ".claude.json",
+        ".claude/commands/evil.md",
+        ".codex/config.toml",
+        ".gemini/settings.json",
+    ] {
+        let path = home.join(rel);
+        assert!(
+            said.contains(&format!("DENIED {}", path.display())),
+            "{rel}: {said}"
+        );
+    }
+    assert!(
+        said.contains(&format!("WROTE {}", copy.join("settings.json").display())),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join(".claude/settings.json")).unwrap(),
+        user_settings
+    );
+    assert_eq!(
+        std::fs::read_to_string(home.join(".claude.json")).unwrap(),
+        "{}\n"
+    );
+    assert!(!home.join(".claude/commands/evil.md").exists());
+}

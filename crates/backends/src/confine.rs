@@ -5,8 +5,8 @@
 //! folder, the session's `artifacts/` (its deliverables) and its bus
 //! `.msg/` (ccw's protocol: agents post `capability_gap`,
 //! `consensus_blocked` and the like with `wavecrew msg log`), the git
-//! metadata its own commits need, its backend's own folders (the CLI's
-//! configuration and transcripts), `/dev` and the caches of
+//! metadata its own commits need, its CLI's private copy of its
+//! configuration (`crate::private_config`), `/dev` and the caches of
 //! `[isolation] sandbox_writable`. Not the session's task files, attempts
 //! or worker state, not the user's checkout, and not the repository's
 //! configuration, hooks or other branches.
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use wavecrew_sys::git::WorkTreeGit;
 
-use crate::config::{Config, Kind, SandboxMode};
+use crate::config::{Config, SandboxMode};
 
 /// Cargo's lock and cache-tracking files: made (empty) before an agent
 /// runs when they are missing, since a rule names only what exists and
@@ -35,8 +35,8 @@ const MADE_FIRST: [&str; 3] = [
 
 /// What an agent working in `cwd` for the session in `session_dir` may
 /// write, or `None` when agents are not confined (`sandbox = "off"`). The
-/// backend's own folders and the temporary folder are added per attempt
-/// ([`backend_paths`]).
+/// CLI's private configuration and the temporary folder are added per
+/// attempt (`crate::runner`).
 pub fn writable(
     config: &Config,
     cwd: &Path,
@@ -79,26 +79,6 @@ pub fn writable(
             .filter_map(|p| expand(p, home.as_deref())),
     );
     Some(paths)
-}
-
-/// The folders a backend's CLI writes of its own (configuration, sessions,
-/// transcripts), under `home` (the agent's `HOME`); `codex_home` is a
-/// configured `CODEX_HOME`.
-pub fn backend_paths(kind: Kind, home: Option<&Path>, codex_home: Option<&Path>) -> Vec<PathBuf> {
-    let under = |rels: &[&str]| -> Vec<PathBuf> {
-        home.map(|h| rels.iter().map(|r| h.join(r)).collect())
-            .unwrap_or_default()
-    };
-    match kind {
-        Kind::Claude => under(&[".claude", ".claude.json", ".claude.json.backup"]),
-        Kind::Codex => match codex_home {
-            Some(dir) => vec![dir.to_owned()],
-            None => under(&[".codex"]),
-        },
-        Kind::Gemini | Kind::Qwen => under(&[".gemini", ".qwen"]),
-        Kind::Opencode => under(&[".local/share/opencode", ".config/opencode"]),
-        Kind::Command | Kind::Scripted => Vec::new(),
-    }
 }
 
 /// The agent's home: `HOME` of its environment, or wavecrew's own.

@@ -42,6 +42,7 @@ pub mod gitdiff;
 pub mod governor;
 pub mod outcome;
 mod placeholders;
+pub mod private_config;
 pub mod prompts;
 pub mod redact;
 pub mod routing;

@@ -33,7 +33,7 @@ use wavecrew_core::fsutil::{write_atomic, write_json_atomic};
 use wavecrew_core::{AttemptOutcome, AttemptRequest, Backend, CoreError, OutcomeClass, Usage};
 
 use crate::adapter::{self, Invocation, parse_env_file};
-use crate::config::ResolvedBackend;
+use crate::config::{Kind, ResolvedBackend};
 use crate::events::StreamState;
 use crate::gitdiff::Snapshot;
 use crate::outcome::classify_with_exit_hints;
@@ -286,10 +286,13 @@ impl CliBackend {
                 .env
                 .insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());
         }
-        let writable = request
-            .sandbox
-            .clone()
-            .map(|paths| self.confined_to(paths, &mut request, &dir));
+        let writable = match request.sandbox.clone() {
+            Some(paths) => Some(
+                self.confined_to(paths, &mut request, &dir)
+                    .map_err(|e| unavailable(name, e, started))?,
+            ),
+            None => None,
+        };
         let redactor = Redactor::from_env(
             self.backend
                 .spec
@@ -350,30 +353,44 @@ impl CliBackend {
         })
     }
 
-    /// Where a confined agent may write: `paths` (the task's), its
-    /// backend's own folders, `/dev`, and its temporary folder: `TMPDIR`
-    /// when its environment sets one, or `tmp/` in the attempt's folder,
-    /// which becomes its `TMPDIR`.
+    /// Where a confined agent may write: `paths` (the task's), its CLI's
+    /// private copy of its configuration ([`crate::private_config`]) or
+    /// its data folders, `/dev`, and its temporary folder: `TMPDIR` when
+    /// its environment sets one, or `tmp/` in the attempt's folder, which
+    /// becomes its `TMPDIR`.
     fn confined_to(
         &self,
         mut paths: Vec<PathBuf>,
         request: &mut AttemptRequest,
         dir: &Path,
-    ) -> Vec<PathBuf> {
-        let env = |k: &str| {
-            request
-                .env
-                .get(k)
-                .or_else(|| self.backend.spec.env.get(k))
-                .cloned()
-        };
+    ) -> Result<Vec<PathBuf>, String> {
+        let mut agent_env = self.backend.spec.env.clone();
+        agent_env.extend(request.env.clone());
+        let env = |k: &str| agent_env.get(k).cloned();
         let home = crate::confine::home_dir(env("HOME").as_deref());
-        let codex_home = env("CODEX_HOME").map(PathBuf::from);
-        paths.extend(crate::confine::backend_paths(
-            self.backend.kind,
-            home.as_deref(),
-            codex_home.as_deref(),
-        ));
+        let kind = self.backend.kind;
+        if self.isolate_home {
+            // Its home is the attempt's own: nothing there is the user's.
+            paths.extend(home);
+        } else {
+            let copy = private_config_folder(dir, &self.backend.name, kind);
+            match crate::private_config::prepare(kind, &copy, &env, home.as_deref()) {
+                Ok(Some(private)) => {
+                    request.env.extend(private.env);
+                    paths.extend(private.writable);
+                }
+                Ok(None) => {
+                    paths.extend(crate::private_config::data_folders(kind, home.as_deref()));
+                }
+                Err(e) => {
+                    return Err(format!(
+                        "cannot make the agent's copy of its {} configuration in {}: {e}",
+                        kind.name(),
+                        copy.display()
+                    ));
+                }
+            }
+        }
         let tmp = if let Some(tmp) = env("TMPDIR") {
             PathBuf::from(tmp)
         } else {
@@ -388,7 +405,7 @@ impl CliBackend {
         };
         paths.push(tmp);
         paths.push(PathBuf::from("/dev"));
-        paths
+        Ok(paths)
     }
 
     /// The agent under supervision; `session.json` is written by a
@@ -689,6 +706,23 @@ fn empty_outcome(name: &str) -> AttemptOutcome {
         duration_ms: 0,
         tree_after: None,
     }
+}
+
+/// Where the private copy of a CLI's configuration lives for the attempt
+/// in `attempt_dir`: beside the task's attempts (`cli-config/<backend>/`),
+/// shared by them so that a resumed session finds its transcript. A
+/// backend name that is not a plain word is replaced by its kind's.
+fn private_config_folder(attempt_dir: &Path, backend: &str, kind: Kind) -> PathBuf {
+    let plain = !backend.is_empty()
+        && backend
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let name = if plain { backend } else { kind.name() };
+    attempt_dir
+        .parent()
+        .unwrap_or(attempt_dir)
+        .join("cli-config")
+        .join(name)
 }
 
 fn unavailable(name: &str, message: String, started: Instant) -> Box<AttemptOutcome> {
