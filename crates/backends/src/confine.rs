@@ -21,6 +21,7 @@
 use std::path::{Path, PathBuf};
 
 use wavecrew_sys::git::WorkTreeGit;
+use wavecrew_sys::sandbox::CommandBox;
 
 use crate::config::{Config, SandboxMode};
 
@@ -58,6 +59,23 @@ pub fn writable(
         Some(git) => paths.extend(git_metadata(git)),
         None => paths.extend(WorkTreeGit::locate(cwd).iter().flat_map(git_metadata)),
     }
+    paths.extend(caches(config));
+    Some(paths)
+}
+
+/// The box of the commands wavecrew runs on an agent's work (its syntax
+/// checks, acceptance commands and tests, a worktree's setup,
+/// `[integration] verify`): they may write what the agent may of the
+/// caches, or anywhere (`None`) when agents are not confined.
+pub fn command_box(config: &Config) -> Option<CommandBox> {
+    (config.isolation.sandbox != SandboxMode::Off).then(|| CommandBox {
+        writable: caches(config),
+    })
+}
+
+/// `[isolation] sandbox_writable`, expanded under wavecrew's home; Cargo's
+/// lock files there are made first (a rule names only what exists).
+fn caches(config: &Config) -> Vec<PathBuf> {
     let home = home_dir(None);
     for file in MADE_FIRST {
         if config.isolation.sandbox_writable.iter().any(|p| p == file)
@@ -71,14 +89,12 @@ pub fn writable(
                 .open(&path);
         }
     }
-    paths.extend(
-        config
-            .isolation
-            .sandbox_writable
-            .iter()
-            .filter_map(|p| expand(p, home.as_deref())),
-    );
-    Some(paths)
+    config
+        .isolation
+        .sandbox_writable
+        .iter()
+        .filter_map(|p| expand(p, home.as_deref()))
+        .collect()
 }
 
 /// The agent's home: `HOME` of its environment, or wavecrew's own.

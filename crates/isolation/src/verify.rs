@@ -31,6 +31,9 @@ pub struct Verify {
     pub timeout: std::time::Duration,
     /// `[isolation] copy`: files the candidate's worktree needs too.
     pub copy: Vec<String>,
+    /// The box it runs in: it builds and tests the agents' work, so it may
+    /// write no more than they may (`None`: unconfined).
+    pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
 }
 
 /// The most of a failed verify's output a verdict carries (its end).
@@ -69,6 +72,7 @@ impl Verify {
             dir,
             log,
             self.timeout,
+            self.confined.as_ref(),
         );
         let how = match ended {
             Ok(wavecrew_sys::process::LoggedEnd::Exited(Some(0))) => return Verdict::Pass,

@@ -133,13 +133,15 @@ pub enum LoggedEnd {
 /// Run `program args…` in `cwd` to its end (or `limit`, when its whole
 /// group is killed), stdin `/dev/null`, stdout and stderr appended to
 /// `log`: for a step whose output is kept as a file (a worktree's setup
-/// commands). Blocking.
+/// commands). In `confined` when given (a command on an agent's work).
+/// Blocking.
 pub fn run_to_log(
     program: &std::path::Path,
     args: &[String],
     cwd: &std::path::Path,
     log: &std::path::Path,
     limit: Duration,
+    confined: Option<&crate::sandbox::CommandBox>,
 ) -> std::io::Result<LoggedEnd> {
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir)?;
@@ -156,7 +158,11 @@ pub fn run_to_log(
         .stdout(out)
         .stderr(err);
     new_group_std(&mut cmd);
-    let mut child = cmd.spawn()?;
+    let boxed = confined.map(|b| b.around(cwd, &[])).transpose()?;
+    let mut child = match &boxed {
+        Some(boxed) => boxed.spawn_std(&mut cmd)?,
+        None => cmd.spawn()?,
+    };
     let pgid = Pgid::of_leader(Some(child.id()));
     let deadline = std::time::Instant::now() + limit;
     loop {
@@ -496,6 +502,7 @@ mod tests {
             tmp.path(),
             &log,
             Duration::from_secs(10),
+            None,
         )
         .unwrap();
         assert_eq!(end, LoggedEnd::Exited(Some(3)));
@@ -507,6 +514,7 @@ mod tests {
             tmp.path(),
             &log,
             Duration::from_millis(200),
+            None,
         )
         .unwrap();
         assert_eq!(end, LoggedEnd::TimedOut);

@@ -156,6 +156,91 @@ pub fn spawn_confined<T: Send>(
     .map(|t| (t, granted))
 }
 
+/// The box a command wavecrew runs on an agent's work goes in (the
+/// project's build and tests, acceptance commands, syntax checks, a
+/// worktree's setup, `[integration] verify`): those run code the agent
+/// wrote or changed (a test, a build script, a `.cargo/config.toml` in
+/// its worktree), so they may write no more than the agent: their working
+/// folder, a temporary folder of their own, `/dev` and these places (the
+/// data caches of `[isolation] sandbox_writable`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CommandBox {
+    /// Places the command may write besides its working folder and its
+    /// temporary folder.
+    pub writable: Vec<PathBuf>,
+}
+
+/// A [`CommandBox`] made for one command: its rules and its temporary
+/// folder (`TMPDIR`), removed when this is dropped (after the command).
+#[derive(Debug)]
+pub struct Boxed {
+    writable: Vec<PathBuf>,
+    tmp: tempfile::TempDir,
+}
+
+impl CommandBox {
+    /// The box of a command working in `cwd` that also writes `more` (a
+    /// report folder): makes its temporary folder.
+    pub fn around(&self, cwd: &Path, more: &[PathBuf]) -> std::io::Result<Boxed> {
+        let tmp = tempfile::Builder::new()
+            .prefix("wavecrew-check-")
+            .tempdir()?;
+        let mut writable = vec![cwd.to_owned(), tmp.path().to_owned(), PathBuf::from("/dev")];
+        writable.extend(more.iter().cloned());
+        writable.extend(self.writable.iter().cloned());
+        Ok(Boxed { writable, tmp })
+    }
+}
+
+impl Boxed {
+    /// The command's temporary folder.
+    pub fn tmp(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// Start `cmd` (a tokio command) in the box, with `TMPDIR` set to its
+    /// temporary folder; on a kernel without Landlock, unconfined (the run
+    /// said so once at its start).
+    pub fn spawn(
+        &self,
+        cmd: &mut tokio::process::Command,
+    ) -> std::io::Result<tokio::process::Child> {
+        for k in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(k, self.tmp.path());
+        }
+        let handle = tokio::runtime::Handle::current();
+        let confined = {
+            let cmd = &mut *cmd;
+            spawn_confined(&self.writable, move || {
+                let _entered = handle.enter();
+                cmd.spawn()
+            })
+        };
+        match confined {
+            Ok((spawned, _)) => spawned,
+            Err(_) => cmd.spawn(),
+        }
+    }
+
+    /// The same for a `std` command.
+    pub fn spawn_std(
+        &self,
+        cmd: &mut std::process::Command,
+    ) -> std::io::Result<std::process::Child> {
+        for k in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(k, self.tmp.path());
+        }
+        let confined = {
+            let cmd = &mut *cmd;
+            spawn_confined(&self.writable, move || cmd.spawn())
+        };
+        match confined {
+            Ok((spawned, _)) => spawned,
+            Err(_) => cmd.spawn(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,6 +283,41 @@ mod tests {
         assert!(denied.join("read-me").exists(), "nor can it remove");
         // The parent is not confined.
         std::fs::write(denied.join("by-the-parent"), "").unwrap();
+    }
+
+    /// A command in a box writes its working folder, its own `TMPDIR` and
+    /// the box's places, nothing else; its temporary folder goes with it.
+    #[tokio::test]
+    async fn a_boxed_command_writes_its_folder_its_tmp_and_the_caches_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (work, cache, home) = (
+            tmp.path().join("work"),
+            tmp.path().join("cache"),
+            tmp.path().join("home"),
+        );
+        for d in [&work, &cache, &home] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let script = "echo a > built; echo b > \"$TMPDIR/t\" && cp \"$TMPDIR/t\" from-tmp; \
+                      echo c > ../cache/c; echo d > ../home/.bashrc; echo e > /tmp/wavecrew-boxed-$$";
+        let boxed = CommandBox {
+            writable: vec![cache.clone()],
+        }
+        .around(&work, &[])
+        .unwrap();
+        let made = boxed.tmp().to_owned();
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", script]).current_dir(&work);
+        boxed.spawn(&mut cmd).unwrap().wait().await.unwrap();
+        assert_eq!(std::fs::read_to_string(work.join("built")).unwrap(), "a\n");
+        assert_eq!(
+            std::fs::read_to_string(work.join("from-tmp")).unwrap(),
+            "b\n"
+        );
+        assert_eq!(std::fs::read_to_string(cache.join("c")).unwrap(), "c\n");
+        assert!(!home.join(".bashrc").exists());
+        drop(boxed);
+        assert!(!made.exists(), "its TMPDIR goes with it");
     }
 
     /// A confined tree can signal its own processes, but neither the

@@ -50,6 +50,8 @@ pub struct AcceptanceOptions {
     pub implementation_text: String,
     /// Variables for the commands.
     pub env: BTreeMap<OsString, OsString>,
+    /// The box its commands run in (they run the agent's work), or `None`.
+    pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
 }
 
 impl Default for AcceptanceOptions {
@@ -59,6 +61,7 @@ impl Default for AcceptanceOptions {
             strategy: Strategy::Evidence,
             implementation_text: String::new(),
             env: BTreeMap::new(),
+            confined: None,
         }
     }
 }
@@ -203,7 +206,8 @@ async fn run_verify(
     }
     let cmd = Cmd::new(&argv[0], &argv[1..], cwd)
         .timeout(options.timeout)
-        .envs(&options.env);
+        .envs(&options.env)
+        .confined(options.confined.as_ref());
     let out = process::run(&cmd).await;
     r.argv = Some(argv);
     r.output = out.combined();

@@ -113,7 +113,9 @@ pub async fn detect(dir: &Path, env: &BTreeMap<OsString, OsString>) -> Option<Fr
     if dir.join("Cargo.toml").is_file() {
         let nextest = match find_tool("cargo", dir, env) {
             Some(cargo) => {
-                let probe = Cmd::new(cargo, ["nextest", "--version"], dir)
+                // Asked from `/`, not the project: a `.cargo/config.toml`
+                // there (an alias named `nextest`) is the project's code.
+                let probe = Cmd::new(cargo, ["nextest", "--version"], "/")
                     .timeout(Duration::from_secs(30))
                     .envs(env);
                 process::run(&probe).await.success()

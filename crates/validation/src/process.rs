@@ -14,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::time::Instant;
 use wavecrew_sys::process::{Pgid, Tail, new_group, terminate};
+use wavecrew_sys::sandbox::CommandBox;
 
 /// How much of each stream is kept.
 pub const OUTPUT_LIMIT: usize = 256 * 1024;
@@ -34,6 +35,11 @@ pub struct Cmd {
     pub env: BTreeMap<OsString, OsString>,
     /// The wall-clock limit.
     pub timeout: Duration,
+    /// The box it runs in (a command on an agent's work), or `None`.
+    pub confined: Option<CommandBox>,
+    /// Places a confined command may write besides its working folder (a
+    /// report folder).
+    pub also_writes: Vec<PathBuf>,
 }
 
 impl Cmd {
@@ -49,7 +55,23 @@ impl Cmd {
             cwd: cwd.into(),
             env: BTreeMap::new(),
             timeout: Duration::from_secs(30),
+            confined: None,
+            also_writes: Vec::new(),
         }
+    }
+
+    /// Run it in `confined` when given.
+    #[must_use]
+    pub fn confined(mut self, confined: Option<&CommandBox>) -> Self {
+        self.confined = confined.cloned();
+        self
+    }
+
+    /// A place it may write when confined, besides its working folder.
+    #[must_use]
+    pub fn also_writes(mut self, path: impl Into<PathBuf>) -> Self {
+        self.also_writes.push(path.into());
+        self
     }
 
     /// Set the timeout.
@@ -177,7 +199,30 @@ pub async fn run(cmd: &Cmd) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     new_group(&mut command);
-    let mut child = match command.spawn() {
+    let boxed = match cmd
+        .confined
+        .as_ref()
+        .map(|b| b.around(&cmd.cwd, &cmd.also_writes))
+    {
+        Some(Err(e)) => {
+            return Output {
+                ended: Ended::SpawnFailed {
+                    message: format!("cannot make the temporary folder of a confined command: {e}"),
+                },
+                stdout: String::new(),
+                stderr: String::new(),
+                truncated: false,
+                duration_ms: 0,
+            };
+        }
+        Some(Ok(boxed)) => Some(boxed),
+        None => None,
+    };
+    let spawned = match &boxed {
+        Some(boxed) => boxed.spawn(&mut command),
+        None => command.spawn(),
+    };
+    let mut child = match spawned {
         Ok(child) => child,
         Err(e) => {
             let ended = if e.kind() == std::io::ErrorKind::NotFound && cmd.cwd.is_dir() {

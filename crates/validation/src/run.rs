@@ -38,6 +38,8 @@ pub struct TestOptions {
     /// Where reports are written; a temp folder (kept as long as the
     /// runner and its results live) when `None`.
     pub evidence_dir: Option<PathBuf>,
+    /// The box its commands run in (they run the agent's work), or `None`.
+    pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
 }
 
 impl Default for TestOptions {
@@ -48,6 +50,7 @@ impl Default for TestOptions {
             timeout: Duration::from_secs(600),
             env: BTreeMap::new(),
             evidence_dir: None,
+            confined: None,
         }
     }
 }
@@ -302,7 +305,8 @@ impl TestRunner {
     async fn python_has(&self, python: &Path, module: &str) -> bool {
         let probe = Cmd::new(python, ["-c", &format!("import {module}")], &self.dir)
             .timeout(Duration::from_secs(60))
-            .envs(&self.options.env);
+            .envs(&self.options.env)
+            .confined(self.options.confined.as_ref());
         process::run(&probe).await.success()
     }
 
@@ -542,7 +546,9 @@ impl TestRunner {
         };
         let cmd = Cmd::new(program, args, &self.dir)
             .timeout(self.options.timeout)
-            .envs(&env);
+            .envs(&env)
+            .confined(self.options.confined.as_ref())
+            .also_writes(out);
         Ok((cmd, spec, cov_files, cov_note))
     }
 }

@@ -26,6 +26,8 @@ pub struct SyntaxOptions {
     /// Variables for the tools (a `PATH` here is also where tools are
     /// looked up).
     pub env: BTreeMap<OsString, OsString>,
+    /// The box its commands run in (they run the agent's work), or `None`.
+    pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
 }
 
 impl Default for SyntaxOptions {
@@ -34,6 +36,7 @@ impl Default for SyntaxOptions {
             timeout: Duration::from_secs(30),
             changed_files: Vec::new(),
             env: BTreeMap::new(),
+            confined: None,
         }
     }
 }
@@ -158,7 +161,8 @@ async fn tool_check(
     };
     let cmd = Cmd::new(program, args.iter().copied(), dir)
         .timeout(options.timeout)
-        .envs(&options.env);
+        .envs(&options.env)
+        .confined(options.confined.as_ref());
     finish(kind, display, &cmd).await
 }
 
@@ -199,9 +203,12 @@ async fn python_check(dir: &Path, options: &SyntaxOptions) -> SyntaxCheck {
     args.extend(files);
     let mut cmd = Cmd::new(python, args, dir)
         .timeout(options.timeout)
-        .envs(&options.env);
+        .envs(&options.env)
+        .confined(options.confined.as_ref());
     if let Some(cache) = &cache {
-        cmd = cmd.env("PYTHONPYCACHEPREFIX", cache.path());
+        cmd = cmd
+            .env("PYTHONPYCACHEPREFIX", cache.path())
+            .also_writes(cache.path());
     }
     finish(kind, display, &cmd).await
 }

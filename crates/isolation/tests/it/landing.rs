@@ -410,6 +410,7 @@ fn land_work_checks_each_candidate_with_verify() {
         argv: argv.iter().map(|a| (*a).to_owned()).collect(),
         timeout: std::time::Duration::from_secs(30),
         copy: Vec::new(),
+        confined: None,
     };
     let wt = s.open_worktree("IMPL-001", 1, &[]).unwrap();
     write(&wt.path, "bad.txt", "bad\n");

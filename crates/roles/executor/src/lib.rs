@@ -561,6 +561,7 @@ impl Finish for Executor {
             &work.cwd,
             &AcceptanceOptions {
                 implementation_text: final_text.clone(),
+                confined: self.ctx.command_box(),
                 ..AcceptanceOptions::default()
             },
         )

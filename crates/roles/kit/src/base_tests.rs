@@ -60,6 +60,7 @@ impl RoleContext {
         let options = |name: &str| TestOptions {
             coverage: false,
             evidence_dir: Some(folder.join(name)),
+            confined: self.command_box(),
             ..TestOptions::default()
         };
         let Ok(mut after) = TestRunner::new(&worktree.path, options("tests-task")).await else {

@@ -105,6 +105,7 @@ pub fn verify_of(config: &wavecrew_backends::config::Config) -> Option<Verify> {
         argv,
         timeout: std::time::Duration::from_secs(integration.verify_timeout_secs),
         copy: config.isolation.copy.clone(),
+        confined: wavecrew_backends::confine::command_box(config),
     })
 }
 
@@ -417,8 +418,14 @@ impl RoleContext {
             })?;
             let line = shell_words::join(&argv);
             let _ = append(log, &format!("$ {line}\n"));
-            let end =
-                wavecrew_sys::process::run_to_log(Path::new(&argv[0]), &argv[1..], dir, log, limit);
+            let end = wavecrew_sys::process::run_to_log(
+                Path::new(&argv[0]),
+                &argv[1..],
+                dir,
+                log,
+                limit,
+                self.command_box().as_ref(),
+            );
             let how = match end {
                 Ok(wavecrew_sys::process::LoggedEnd::Exited(Some(0))) => continue,
                 Ok(wavecrew_sys::process::LoggedEnd::Exited(Some(code))) => {
@@ -756,8 +763,17 @@ impl RoleContext {
         wavecrew_validation::SyntaxOptions {
             timeout: self.syntax_limit(),
             changed_files,
+            confined: self.command_box(),
             ..wavecrew_validation::SyntaxOptions::default()
         }
+    }
+
+    /// The box of every command wavecrew runs on an agent's work (checks,
+    /// tests, setup): what the agent may write, no more
+    /// ([`wavecrew_backends::confine::command_box`]); `None` when agents are
+    /// not confined.
+    pub fn command_box(&self) -> Option<wavecrew_sys::sandbox::CommandBox> {
+        wavecrew_backends::confine::command_box(&self.config)
     }
 
     /// `[limits] syntax_check_secs`.

@@ -447,11 +447,12 @@ impl PlanexRole {
 
     /// The project's tests, through the validation crate, when it has any:
     /// their record, and why they fail the task.
-    async fn run_tests(dir: &Path) -> (Option<Value>, Option<String>) {
+    async fn run_tests(&self, dir: &Path) -> (Option<Value>, Option<String>) {
         let Ok(mut runner) = wavecrew_validation::TestRunner::new(
             dir,
             wavecrew_validation::TestOptions {
                 coverage: false,
+                confined: self.ctx.command_box(),
                 ..wavecrew_validation::TestOptions::default()
             },
         )
@@ -538,7 +539,7 @@ impl Finish for PlanexRole {
             // The work cannot land: its tests and review would say nothing.
             return Ok(Checked::passed(evidence));
         }
-        let (tests, failure) = Self::run_tests(dir).await;
+        let (tests, failure) = self.run_tests(dir).await;
         if let Some(tests) = tests {
             evidence.insert("tests".into(), tests);
         }

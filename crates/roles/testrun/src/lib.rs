@@ -433,6 +433,7 @@ impl Role for TestRunRole {
             TestOptions {
                 framework: work.framework.clone(),
                 evidence_dir: Some(evidence),
+                confined: self.ctx.command_box(),
                 ..TestOptions::default()
             },
         )
