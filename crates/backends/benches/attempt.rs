@@ -11,7 +11,13 @@
 //! * `governor_admit_release`: what the governor adds to every attempt —
 //!   one admission and one release through `governor.json` (two locked,
 //!   fsynced rewrites);
-//! * `governor_usage_event`: one usage event counted against the budgets.
+//! * `governor_usage_event`: one usage event counted against the budgets;
+//! * `private_config_first` and `private_config_again`: a confined Claude
+//!   Code agent's private copy of its configuration, made (a task's first
+//!   attempt) and found again (its later attempts);
+//! * `check_plain` and `check_boxed`: one command wavecrew runs on an
+//!   agent's work (`true`), as it ran before and in the agent's box (its
+//!   temporary folder, the Landlock rules, the confined thread).
 
 use std::path::Path;
 use std::process::Command;
@@ -89,6 +95,60 @@ fn bench(c: &mut Criterion) {
     };
     g.bench_function("governor_usage_event", |b| {
         b.iter(|| governor.record_usage("noop", "IMPL-001", &usage).unwrap());
+    });
+    let home = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(home.path().join(".claude/commands")).unwrap();
+    for (rel, text) in [
+        (".claude/settings.json", "{\"env\": {}}\n"),
+        (".claude/CLAUDE.md", "be brief\n"),
+        (".claude/commands/review.md", "review it\n"),
+        (".claude/.credentials.json", "{}\n"),
+        (".claude.json", "{\"projects\": {}}\n"),
+    ] {
+        std::fs::write(home.path().join(rel), text).unwrap();
+    }
+    let copies = tempfile::tempdir().unwrap();
+    let no_env = |_: &str| None;
+    let kind = wavecrew_backends::config::Kind::Claude;
+    let mut n = 0u64;
+    g.bench_function("private_config_first", |b| {
+        b.iter(|| {
+            n += 1;
+            let copy = copies.path().join(n.to_string());
+            wavecrew_backends::private_config::prepare(kind, &copy, &no_env, Some(home.path()))
+                .unwrap()
+                .unwrap()
+        });
+    });
+    let again = copies.path().join("again");
+    g.bench_function("private_config_again", |b| {
+        b.iter(|| {
+            wavecrew_backends::private_config::prepare(kind, &again, &no_env, Some(home.path()))
+                .unwrap()
+                .unwrap()
+        });
+    });
+    let checks = wavecrew_sys::sandbox::CommandBox {
+        writable: vec![home.path().to_owned()],
+    };
+    g.bench_function("check_plain", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let mut cmd = tokio::process::Command::new("true");
+                cmd.current_dir(plain.path());
+                cmd.spawn().unwrap().wait().await.unwrap()
+            })
+        });
+    });
+    g.bench_function("check_boxed", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let boxed = checks.around(plain.path(), &[]).unwrap();
+                let mut cmd = tokio::process::Command::new("true");
+                cmd.current_dir(plain.path());
+                boxed.spawn(&mut cmd).unwrap().wait().await.unwrap()
+            })
+        });
     });
     g.finish();
 }

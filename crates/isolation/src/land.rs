@@ -209,7 +209,7 @@ impl Integration {
         // changed or untracked outside the session's `exclude` has nothing
         // to commit (what follows would stage only excluded paths, put them
         // back as the base has them, and write the base's tree).
-        let status = TreeStatus::read(&wt.path)?;
+        let status = TreeStatus::read_pinned(&self.pinned_work_tree(&wt.path)?)?;
         match status.branch.as_deref() {
             Some(on) if on == reference => {
                 if status.head.as_deref() == Some(wt.base.as_str())
@@ -220,18 +220,20 @@ impl Integration {
             }
             on => self.take_own_history(wt, &reference, on.unwrap_or_default())?,
         }
-        git(&wt.path).args(["add", "--all", "--", "."]).run()?;
+        self.git_in_worktree(&wt.path)?
+            .args(["add", "--all", "--", "."])
+            .run()?;
         // The session folder (linked in, see `link_session`) is never work:
         // put back as the task's base has it (an exclude pathspec would
         // fail on an ignored one), also when the agent committed it itself
         // (`git add -A`): nothing of wavecrew's ever lands.
         if !self.state.exclude.is_empty() {
-            git(&wt.path)
+            self.git_in_worktree(&wt.path)?
                 .args(["reset", "--quiet", &wt.base, "--"])
                 .args(self.state.exclude.iter().map(|x| format!(":(literal){x}")))
                 .run()?;
         }
-        let tree = git(&wt.path).arg("write-tree").text()?;
+        let tree = self.git_in_worktree(&wt.path)?.arg("write-tree").text()?;
         let (head, head_tree) = self.repo.commit_and_tree(&reference)?;
         if tree == head_tree {
             return Ok((None, head));
@@ -255,7 +257,8 @@ impl Integration {
     /// the worktree is put back on it, so the work lands; otherwise the
     /// error names where the work is and how to take it.
     fn take_own_history(&self, wt: &Worktree, reference: &str, on: &str) -> Result<()> {
-        let head = git(&wt.path)
+        let head = self
+            .git_in_worktree(&wt.path)?
             .args(["rev-parse", "--verify", "HEAD^{commit}"])
             .text()?;
         let tip = self.repo.must_resolve(reference)?;
@@ -290,7 +293,7 @@ impl Integration {
                 attempts: 1,
             });
         }
-        git(&wt.path)
+        self.git_in_worktree(&wt.path)?
             .args(["symbolic-ref", "HEAD", reference])
             .run()?;
         Ok(())
@@ -322,13 +325,14 @@ impl Integration {
         let status = if let Some(status) = seen.filter(|s| canon(&s.top) == canon(&wt.path)) {
             status
         } else {
-            read = TreeStatus::read(&wt.path)?;
+            read = TreeStatus::read_pinned(&self.pinned_work_tree(&wt.path)?)?;
             &read
         };
         let listed: Vec<String> = if status.head.as_deref() == Some(wt.base.as_str()) {
             status.paths().map(str::to_owned).collect()
         } else {
-            let diff = git(&wt.path)
+            let diff = self
+                .git_in_worktree(&wt.path)?
                 .args([
                     "diff",
                     "--name-only",
@@ -340,7 +344,8 @@ impl Integration {
                     "--",
                 ])
                 .run()?;
-            let untracked = git(&wt.path)
+            let untracked = self
+                .git_in_worktree(&wt.path)?
                 .args(["ls-files", "--others", "--exclude-standard", "-z"])
                 .run()?;
             git::split_nul(&diff)

@@ -149,15 +149,19 @@ impl Integration {
         // slot, and nothing of this attempt's touches it after that.
         let kept = path.parent() == Some(slots.as_path())
             && slot_number(&path).is_some_and(|n| n <= POOL_MAX as u64)
-            && crate::git::git(&wt.path)
-                .args([
-                    "update-ref",
-                    "--no-deref",
-                    "-m",
-                    "wavecrew: back to the pool",
-                ])
-                .args(["HEAD", "HEAD"])
-                .run()
+            && self
+                .git_in_worktree(&wt.path)
+                .and_then(|git| {
+                    Ok(git
+                        .args([
+                            "update-ref",
+                            "--no-deref",
+                            "-m",
+                            "wavecrew: back to the pool",
+                        ])
+                        .args(["HEAD", "HEAD"])
+                        .run()?)
+                })
                 .is_ok();
         if !kept {
             let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
@@ -224,9 +228,9 @@ impl Integration {
         if !marked {
             wavecrew_core::fsutil::write_atomic(resetting, b"{}")?;
         }
-        let pointed = crate::git::git(&path)
-            .args(["symbolic-ref", "HEAD", reference])
-            .run();
+        let pointed = self
+            .git_in_worktree(&path)
+            .and_then(|git| Ok(git.args(["symbolic-ref", "HEAD", reference]).run()?));
         if pointed.is_err() {
             // Whatever state it is in, it goes; the caller makes a fresh one.
             remove_any(resetting)?;
@@ -263,14 +267,17 @@ impl Integration {
         // is what the reset makes already (its index and files are its
         // HEAD's), and one walk of the tree stands for the two.
         let at_base = claim.head.as_deref() == Some(base)
-            && TreeStatus::read(path).is_ok_and(|status| {
-                status.head.as_deref() == Some(base) && status.paths().all(|p| self.excluded(p))
-            });
+            && self
+                .pinned_work_tree(path)
+                .and_then(|pinned| Ok(TreeStatus::read_pinned(&pinned)?))
+                .is_ok_and(|status| {
+                    status.head.as_deref() == Some(base) && status.paths().all(|p| self.excluded(p))
+                });
         if !at_base {
-            crate::git::git(path)
+            self.git_in_worktree(path)?
                 .args(["checkout", "--force", "--quiet", branch, "--"])
                 .run()?;
-            crate::git::git(path).args(["clean", "-fdq"]).run()?;
+            self.git_in_worktree(path)?.args(["clean", "-fdq"]).run()?;
         }
         let mut said = vec![
             "warm: an earlier task's worktree, reset to this task's base by git \
@@ -382,6 +389,14 @@ impl Integration {
             common_dir: self.repo().common_dir().to_owned(),
             head: None,
         })
+    }
+
+    /// git in the worktree at `dir`, pinned to the git folders git wrote
+    /// for it ([`Integration::pinned_work_tree`]): every command wavecrew
+    /// runs in a worktree an agent or a check has worked in goes this way,
+    /// so none follows a `.git`, `gitdir` or `commondir` they rewrote.
+    pub(crate) fn git_in_worktree(&self, dir: &Path) -> Result<wavecrew_sys::git::Git> {
+        Ok(wavecrew_sys::git::git_pinned(&self.pinned_work_tree(dir)?))
     }
 
     /// Whether `path` is strictly inside [`Integration::worktrees_dir`].

@@ -3,7 +3,6 @@
 //! tip with a task's work merged, not yet landed) before the branch moves.
 
 use crate::error::Result;
-use crate::git::git;
 use crate::ids::check_rel_path;
 use crate::integration::Integration;
 use crate::layout::{WORKTREE_LOCK, Worktree, canon, list_worktrees};
@@ -113,20 +112,28 @@ impl Integration {
         let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
         let listed = list_worktrees(&self.repo)?;
         let target = canon(&path);
-        match listed.iter().find(|l| canon(&l.path) == target) {
-            Some(l) if !l.prunable && l.branch.is_none() => {
-                git(&path)
+        // The last check ran the agents' code in it: git there is pinned to
+        // the folders git wrote, and a worktree whose `.git` was rewritten
+        // is made anew.
+        let reusable = listed
+            .iter()
+            .find(|l| canon(&l.path) == target)
+            .filter(|l| !l.prunable && l.branch.is_none())
+            .and_then(|_| self.pinned_work_tree(&path).ok());
+        match (reusable, listed.iter().find(|l| canon(&l.path) == target)) {
+            (Some(pinned), _) => {
+                wavecrew_sys::git::git_pinned(&pinned)
                     .args(["checkout", "--quiet", "--detach", "--force", commit])
                     .run()?;
-                git(&path)
+                wavecrew_sys::git::git_pinned(&pinned)
                     .args(["clean", "--quiet", "-d", "--force"])
                     .run()?;
             }
-            Some(_) => {
+            (None, Some(_)) => {
                 self.remove_path(&path, &listed)?;
                 self.add_worktree(&path, &["--detach", commit])?;
             }
-            None => self.add_worktree(&path, &["--detach", commit])?,
+            (None, None) => self.add_worktree(&path, &["--detach", commit])?,
         }
         for rel in &copy {
             self.copy_in(&path, rel)?;

@@ -244,9 +244,11 @@ impl Integration {
         let mut build_state = Vec::new();
         let mut set_up_before = false;
         if new_slot {
-            let checked_out = crate::git::git(&path)
-                .args(["checkout", "--force", "--quiet", &branch, "--"])
-                .run();
+            let checked_out = self.git_in_worktree(&path).and_then(|git| {
+                Ok(git
+                    .args(["checkout", "--force", "--quiet", &branch, "--"])
+                    .run()?)
+            });
             if checked_out.is_err() {
                 // Whatever state it is in, it goes; a fresh one is made.
                 let _guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
