@@ -1198,3 +1198,122 @@ pathlib.Path('done.txt').write_text('done\n')
     );
     assert_eq!(git(&root, &["show", "wavecrew/TC-checks:done.txt"]), "done");
 }
+
+/// More ways to lead git elsewhere, each tried by an agent: IMPL-001
+/// points its git folder's `gitdir` elsewhere; IMPL-002, in a repository
+/// that reads each worktree's own configuration
+/// (`extensions.worktreeConfig`), gives its worktree a `core.worktree` and
+/// a filter driver there; IMPL-003 marks `README.md` with a merge driver
+/// and a diff driver and tries to define them in every configuration git
+/// reads (`~/.gitconfig`, `~/.config/git/config`, the repository's own),
+/// while IMPL-004 changes another line of the same file, so the merge
+/// queue merges the two. No driver ever runs; the first two attempts fail
+/// naming the file; the other two land.
+#[test]
+fn git_drivers_and_redirects_the_agent_defines_never_run() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let base = tmp.path().canonicalize().unwrap();
+    let (home, marker) = (base.join("home"), base.join("driver-ran"));
+    std::fs::create_dir_all(home.join(".config/git")).unwrap();
+    let agent = r#"import os, pathlib, subprocess, sys
+task, marker, home = sys.argv[1], sys.argv[2], sys.argv[3]
+def rev_parse(what):
+    return subprocess.run(['git', 'rev-parse', '--path-format=absolute', what],
+                          capture_output=True, text=True, check=True).stdout.strip()
+common, own = rev_parse('--git-common-dir'), rev_parse('--git-dir')
+run = os.path.join(os.getcwd(), 'pwn.sh')
+pathlib.Path(run).write_text('#!/bin/sh\ntouch ' + marker + '\nexit 1\n')
+os.chmod(run, 0o755)
+said = []
+def attempt(path, text):
+    try:
+        with open(path, 'a') as f:
+            f.write(text)
+        said.append('WROTE ' + path)
+    except OSError as e:
+        said.append('DENIED ' + path + ': ' + e.strerror)
+lines = pathlib.Path('README.md').read_text().splitlines(True)
+if task == 'IMPL-001':
+    attempt(os.path.join(own, 'gitdir'), '')
+    pathlib.Path(own, 'gitdir').write_text('/elsewhere/.git\n')
+elif task == 'IMPL-002':
+    attempt(os.path.join(own, 'config.worktree'),
+            '[core]\n\tworktree = /elsewhere\n[filter "pwn"]\n\tclean = ' + run + '\n')
+    pathlib.Path('.gitattributes').write_text('* filter=pwn\n')
+elif task == 'IMPL-003':
+    driver = '[merge "pwn"]\n\tdriver = ' + run + ' %O %A %B\n[diff "pwn"]\n\ttextconv = ' + run + '\n'
+    for path in [os.path.join(home, '.gitconfig'), os.path.join(home, '.config/git/config'),
+                 os.path.join(common, 'config')]:
+        attempt(path, driver)
+    pathlib.Path('.gitattributes').write_text('README.md merge=pwn diff=pwn\n')
+    lines[0] = 'first line, by IMPL-003\n'
+else:
+    lines[-1] = 'last line, by IMPL-004\n'
+pathlib.Path('README.md').write_text(''.join(lines))
+os.remove(run)
+print(task + ': ' + ' | '.join(said))
+"#;
+    let readme = "first\nsecond\nthird\nfourth\nfifth\nsixth\nlast\n";
+    let args = [
+        "{task_id}",
+        &marker.display().to_string(),
+        &home.display().to_string(),
+    ];
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+            ),
+            ("README.md", readme),
+            ("agent.py", agent),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"Drivers\"\nsession = \"TC-drivers\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Points gitdir elsewhere\"\n\n\
+                 [[tasks]]\nid = \"IMPL-002\"\ntitle = \"Configures its own worktree\"\n\n\
+                 [[tasks]]\nid = \"IMPL-003\"\ntitle = \"A merge driver\"\n\n\
+                 [[tasks]]\nid = \"IMPL-004\"\ntitle = \"The same file\"\n",
+            ),
+        ],
+        &args,
+        "",
+    );
+    git(&root, &["config", "extensions.worktreeConfig", "true"]);
+    let out = std::process::Command::new(wavecrew_testkit::bin_path("wavecrew"))
+        .args(["run", "wavecrew.tasks.toml", "--max-parallel", "4"])
+        .current_dir(&root)
+        .env("HOME", &home)
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!marker.exists(), "a driver the agent defined ran: {all}");
+    let session = root.join(".workflow/.team/TC-drivers");
+    for (id, file) in [("IMPL-001", "gitdir`"), ("IMPL-002", "config.worktree")] {
+        let (status, error) = outcome_of(&session, id);
+        assert_eq!(status, "failed", "{id}: {error}\n{all}");
+        assert!(error.contains(file), "{id}: {error}");
+    }
+    let said = stdout_of(&session, "IMPL-003");
+    assert_eq!(said.matches("DENIED").count(), 3, "{said}");
+    for id in ["IMPL-003", "IMPL-004"] {
+        let (status, error) = outcome_of(&session, id);
+        assert_eq!(status, "completed", "{id}: {error}\n{all}");
+    }
+    let landed = git(&root, &["show", "wavecrew/TC-drivers:README.md"]);
+    assert!(
+        landed.starts_with("first line, by IMPL-003\n")
+            && landed.ends_with("last line, by IMPL-004"),
+        "{landed}"
+    );
+    assert!(!std::fs::read_to_string(home.join(".gitconfig")).is_ok_and(|t| t.contains("pwn")));
+    git(&root, &["fsck", "--no-progress"]);
+}

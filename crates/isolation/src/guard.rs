@@ -1,12 +1,14 @@
 //! What an agent must not change in the repository's git folder: its
-//! configuration (`config`, each worktree's `config.worktree`), its hooks
-//! and `info/attributes`; and, for the work tree it works in, what leads
-//! git to a git folder (the work tree's `.git` file, its git folder's
-//! `gitdir` and `commondir`), which a redirect to a copy of the repository
-//! with drivers of the agent's own would turn into commands. Git takes commands from these (hooks, the
-//! fsmonitor, filter, diff and merge drivers, pagers, editors), which would
-//! run in the user's own git after the session; wavecrew's own git runs
-//! with them off (`wavecrew_sys::git`).
+//! configuration (`config`; from the main work tree, each worktree's
+//! `config.worktree`), its hooks and `info/attributes`; and, for the linked
+//! work tree it works in, its own `config.worktree` and what leads git to a
+//! git folder (the work tree's `.git` file, its git folder's `gitdir` and
+//! `commondir`), which a redirect to a copy of the repository with drivers
+//! of the agent's own would turn into commands. Git takes commands from
+//! these (hooks, the fsmonitor, filter, diff and merge drivers, pagers,
+//! editors), which would run in the user's own git after the session;
+//! wavecrew's own git runs with hooks and the fsmonitor off
+//! (`wavecrew_sys::git`) and pinned to the recorded folders.
 //!
 //! [`RepoGuard::take`] records them before an agent runs;
 //! [`RepoGuard::restore`] after it finds what changed, puts the recorded
@@ -65,10 +67,13 @@ impl RepoGuard {
         let redirects = if wt.git_dir == wt.common_dir {
             Vec::new()
         } else {
+            // Its own configuration, not its neighbours': an agent working
+            // beside it at the same time is guarded by its own attempt.
             vec![
                 wt.top.join(".git"),
                 wt.git_dir.join("gitdir"),
                 wt.git_dir.join("commondir"),
+                wt.git_dir.join("config.worktree"),
             ]
         };
         RepoGuard::record(&wt.common_dir, redirects)
@@ -101,7 +106,10 @@ impl RepoGuard {
             c.join("config.worktree"),
             c.join("info/attributes"),
         ];
-        if let Ok(entries) = fs::read_dir(c.join("worktrees")) {
+        if self.redirects.is_empty()
+            && let Ok(entries) = fs::read_dir(c.join("worktrees"))
+        {
+            // From the main work tree (in place), every worktree's.
             for e in entries.flatten() {
                 all.push(e.path().join("config.worktree"));
             }
