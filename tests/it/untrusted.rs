@@ -1302,6 +1302,16 @@ print(task + ': ' + ' | '.join(said))
         assert_eq!(status, "failed", "{id}: {error}\n{all}");
         assert!(error.contains(file), "{id}: {error}");
     }
+    // A person sees what was tried where they look: `status`, the report.
+    let status = run_bin("wavecrew", &["status", session.to_str().unwrap()], &root);
+    let summary = std::fs::read_to_string(session.join("reports/summary.md")).unwrap();
+    for shown in [&status.stdout, &summary] {
+        assert!(
+            shown.contains("worktrees/") && shown.contains("/gitdir` was changed"),
+            "{shown}"
+        );
+        assert!(shown.contains("config.worktree` was added"), "{shown}");
+    }
     let said = stdout_of(&session, "IMPL-003");
     assert_eq!(said.matches("DENIED").count(), 3, "{said}");
     for id in ["IMPL-003", "IMPL-004"] {
