@@ -1327,3 +1327,197 @@ print(task + ': ' + ' | '.join(said))
     assert!(!std::fs::read_to_string(home.join(".gitconfig")).is_ok_and(|t| t.contains("pwn")));
     git(&root, &["fsck", "--no-progress"]);
 }
+
+/// A confined agent cannot read the usual credential files, even by their
+/// absolute path, nor get another service's credential from its
+/// environment: it cannot copy a key into its task's files. What
+/// `[isolation] pass_env` names it gets; the rest of the home stays
+/// readable.
+#[test]
+fn a_confined_agent_cannot_read_credentials_nor_copy_one_into_its_work() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let home = tmp.path().canonicalize().unwrap().join("home");
+    let secrets = [
+        ".ssh/id_ed25519",
+        ".aws/credentials",
+        ".gnupg/private-keys-v1.d/key",
+        ".netrc",
+        ".git-credentials",
+        ".config/gh/hosts.yml",
+        ".docker/config.json",
+        ".kube/config",
+        ".codex/auth.json",
+        ".claude/.credentials.json",
+        ".gemini/oauth_creds.json",
+    ];
+    for rel in secrets {
+        let path = home.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, format!("SECRET-{rel}\n")).unwrap();
+    }
+    std::fs::write(home.join(".docker/other.json"), "readable\n").unwrap();
+    std::fs::write(home.join("notes.txt"), "readable\n").unwrap();
+    let agent = r"import os, pathlib, sys
+home = sys.argv[1]
+said, loot = [], []
+for rel in sys.argv[2:]:
+    path = os.path.join(home, rel)
+    try:
+        loot.append(pathlib.Path(path).read_text())
+        said.append('READ ' + rel)
+    except OSError as e:
+        said.append('DENIED ' + rel + ': ' + e.strerror)
+for name in ['AWS_SECRET_ACCESS_KEY', 'GITHUB_TOKEN', 'SSH_AUTH_SOCK', 'ALLOWED_TOKEN']:
+    said.append(('HAS ' if name in os.environ else 'LACKS ') + name)
+    loot.append(os.environ.get(name, ''))
+pathlib.Path('loot.txt').write_text(''.join(loot))
+print(' | '.join(said))
+";
+    let mut args: Vec<String> = vec![home.display().to_string()];
+    args.extend(secrets.iter().map(|s| (*s).to_owned()));
+    args.extend([".docker/other.json".to_owned(), "notes.txt".to_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+            ),
+            ("README.md", "app\n"),
+            ("agent.py", agent),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"Secrets\"\nsession = \"TC-secrets\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Write loot.txt\"\n",
+            ),
+        ],
+        &args,
+        "\n[isolation]\npass_env = [\"ALLOWED_TOKEN\"]\n",
+    );
+    let out = std::process::Command::new(wavecrew_testkit::bin_path("wavecrew"))
+        .args(["run", "wavecrew.tasks.toml"])
+        .current_dir(&root)
+        .env("HOME", &home)
+        .env("AWS_SECRET_ACCESS_KEY", "SECRET-aws-env")
+        .env("GITHUB_TOKEN", "SECRET-gh-env")
+        .env("SSH_AUTH_SOCK", "/tmp/SECRET-agent.sock")
+        .env("ALLOWED_TOKEN", "passed-on")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    let said = stdout_of(&root.join(".workflow/.team/TC-secrets"), "IMPL-001");
+    for rel in secrets {
+        assert!(said.contains(&format!("DENIED {rel}")), "{rel}: {said}");
+    }
+    for rel in [".docker/other.json", "notes.txt"] {
+        assert!(said.contains(&format!("READ {rel}")), "{rel}: {said}");
+    }
+    for name in ["AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN", "SSH_AUTH_SOCK"] {
+        assert!(said.contains(&format!("LACKS {name}")), "{name}: {said}");
+    }
+    assert!(said.contains("HAS ALLOWED_TOKEN"), "{said}");
+    let loot = git(&root, &["show", "wavecrew/TC-secrets:loot.txt"]);
+    assert!(!loot.contains("SECRET"), "a secret landed: {loot}");
+    assert!(loot.contains("passed-on"), "{loot}");
+}
+
+/// Runs its arguments as a command without Landlock, as on a kernel that
+/// lacks it: a seccomp filter (installed through ctypes, then `exec`)
+/// answers Landlock's three calls, which have the same numbers on every
+/// architecture, with `ENOSYS`.
+const WITHOUT_LANDLOCK: &str = r"import ctypes, os, struct, sys
+ENOSYS, RET_ERRNO, RET_ALLOW = 38, 0x00050000, 0x7fff0000
+def op(code, jt, jf, k):
+    return struct.pack('HBBI', code, jt, jf, k)
+prog = op(0x20, 0, 0, 0)
+for nr in (444, 445, 446):
+    prog += op(0x15, 0, 1, nr) + op(0x06, 0, 0, RET_ERRNO | ENOSYS)
+prog += op(0x06, 0, 0, RET_ALLOW)
+buf = ctypes.create_string_buffer(prog)
+fprog = struct.pack('HxxxxxxQ', len(prog) // 8, ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+    sys.exit('no_new_privs: %d' % ctypes.get_errno())
+if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.c_char_p(fprog)) != 0:
+    sys.exit('seccomp: %d' % ctypes.get_errno())
+os.execv(sys.argv[1], sys.argv[1:])
+";
+
+/// `sandbox = "required"` on a kernel without Landlock refuses before any
+/// task, naming what cannot be confined; `auto` there runs the tasks
+/// unconfined and says so once.
+#[test]
+fn a_required_sandbox_refuses_to_run_without_landlock() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+            ),
+            ("README.md", "app\n"),
+            (
+                "agent.py",
+                "import pathlib\npathlib.Path('done.txt').write_text('done\\n')\n",
+            ),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"Required\"\nsession = \"TC-required\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Write done.txt\"\n",
+            ),
+        ],
+        &[],
+        "\n[isolation]\nsandbox = \"required\"\n",
+    );
+    let run = |root: &Path| {
+        let out = std::process::Command::new("python3")
+            .args(["-c", WITHOUT_LANDLOCK])
+            .arg(wavecrew_testkit::bin_path("wavecrew"))
+            .args(["run", "wavecrew.tasks.toml"])
+            .current_dir(root)
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let (code, all) = run(&root);
+    assert_eq!(code, Some(2), "{all}");
+    assert!(
+        all.contains("[isolation] sandbox = \"required\"") && all.contains("Landlock"),
+        "{all}"
+    );
+    let session = root.join(".workflow/.team/TC-required");
+    assert!(
+        !session.join("attempts/IMPL-001").exists(),
+        "a task started: {all}"
+    );
+    // The same machine with `auto`: the task runs, unconfined, said once.
+    let config = root.join("wavecrew.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("sandbox = \"required\"", "sandbox = \"auto\"");
+    std::fs::write(&config, text).unwrap();
+    let (code, all) = run(&root);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(all.matches("agents run unconfined").count(), 1, "{all}");
+}

@@ -130,6 +130,8 @@ fn bench(c: &mut Criterion) {
     });
     let checks = wavecrew_sys::sandbox::CommandBox {
         writable: vec![home.path().to_owned()],
+        hidden: Vec::new(),
+        required: false,
     };
     g.bench_function("check_plain", |b| {
         b.iter(|| {

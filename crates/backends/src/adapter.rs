@@ -298,6 +298,8 @@ pub fn build(backend: &ResolvedBackend, request: &AttemptRequest) -> Invocation 
         stdin,
         leak_timeout: crate::supervise::DEFAULT_LEAK_TIMEOUT,
         writable: None,
+        hidden: Vec::new(),
+        required: false,
     };
     spawn.env.extend(request.env.clone());
     Invocation {

@@ -438,6 +438,15 @@ pub struct IsolationConfig {
     /// stores); not `~/.cargo/config.toml`, `~/.cargo/bin`, toolchains
     /// under `~/.rustup`, nor tools installed under `~/.cache`.
     pub sandbox_writable: Vec<String>,
+    /// More places a confined agent and the checks on its work may not
+    /// read, besides the usual credential files
+    /// ([`crate::confine::SECRET_FILES`]: `~/.ssh`, `~/.aws`, the other
+    /// CLIs' logins…).
+    pub deny_read: Vec<String>,
+    /// Variables a confined agent gets although they look like a
+    /// credential (by default, only its backend's own login and what its
+    /// configuration sets are passed on).
+    pub pass_env: Vec<String>,
     /// Changes outside a task's declared `files`: `warn` (default: listed
     /// in its result and on the bus) or `fail` (the task fails, naming
     /// them).
@@ -486,6 +495,10 @@ pub enum SandboxMode {
     Auto,
     /// Never confine.
     Off,
+    /// Confine, or refuse to run: a run whose kernel cannot set up a
+    /// layer (write rules, hidden reads, scoped signals) stops before any
+    /// task, naming it.
+    Required,
 }
 
 impl Default for IsolationConfig {
@@ -499,6 +512,8 @@ impl Default for IsolationConfig {
             seed_max_mb: 2048,
             sandbox: SandboxMode::default(),
             sandbox_writable: DATA_CACHES.iter().map(|p| (*p).to_owned()).collect(),
+            deny_read: Vec::new(),
+            pass_env: Vec::new(),
             undeclared: UndeclaredMode::default(),
             setup_again: SetupAgain::default(),
             trust_task_files: false,

@@ -70,6 +70,8 @@ pub fn writable(
 pub fn command_box(config: &Config) -> Option<CommandBox> {
     (config.isolation.sandbox != SandboxMode::Off).then(|| CommandBox {
         writable: caches(config),
+        hidden: hidden(&config.isolation.deny_read, home_dir(None).as_deref(), &[]),
+        required: config.isolation.sandbox == SandboxMode::Required,
     })
 }
 
@@ -94,6 +96,79 @@ fn caches(config: &Config) -> Vec<PathBuf> {
         .sandbox_writable
         .iter()
         .filter_map(|p| expand(p, home.as_deref()))
+        .collect()
+}
+
+/// What a confined agent (and the checks on its work) may not read: the
+/// usual credential files and folders (`~` is its home), besides
+/// `[isolation] deny_read`. Its own backend's login stays readable
+/// ([`crate::private_config::own_login_files`]).
+pub const SECRET_FILES: [&str; 23] = [
+    "~/.ssh",
+    "~/.aws",
+    "~/.gnupg",
+    "~/.netrc",
+    "~/.git-credentials",
+    "~/.config/gh",
+    "~/.config/gcloud",
+    "~/.azure",
+    "~/.docker/config.json",
+    "~/.kube",
+    "~/.pypirc",
+    "~/.cargo/credentials",
+    "~/.cargo/credentials.toml",
+    "~/.config/git/credentials",
+    "~/.password-store",
+    "~/.claude/.credentials.json",
+    "~/.codex/auth.json",
+    "~/.gemini/oauth_creds.json",
+    "~/.gemini/google_accounts.json",
+    "~/.qwen/oauth_creds.json",
+    "~/.local/share/opencode/auth.json",
+    "~/.local/share/keyrings",
+    "~/.vault-token",
+];
+
+/// Variables that give access to a credential without looking secret by
+/// name: the SSH and GPG agents' sockets, a credentials file's path.
+const CREDENTIAL_VARS: [&str; 4] = [
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "AWS_SHARED_CREDENTIALS_FILE",
+];
+
+/// The paths hidden from confined agents and checks (the credential files
+/// and `deny_read`, `[isolation] deny_read`), under `home`, but `readable`
+/// (the agent's own login files).
+pub fn hidden(deny_read: &[String], home: Option<&Path>, readable: &[PathBuf]) -> Vec<PathBuf> {
+    SECRET_FILES
+        .iter()
+        .map(|p| (*p).to_owned())
+        .chain(deny_read.iter().cloned())
+        .filter_map(|p| expand(&p, home))
+        .filter(|p| !readable.contains(p))
+        .collect()
+}
+
+/// The variables of wavecrew's environment a confined agent does not get:
+/// those that look like another service's credential (`*_KEY`, `*_TOKEN`,
+/// `*_SECRET`, passwords, the SSH agent's socket…), but its backend's own
+/// login (`own`), what its configuration sets (`set`) and `[isolation]
+/// pass_env`.
+pub fn withheld_env(
+    config_pass: &[String],
+    own: &[&str],
+    set: &dyn Fn(&str) -> bool,
+) -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(k, _)| k.into_string().ok())
+        .filter(|k| {
+            (crate::redact::is_secret_name(k, &[]) || CREDENTIAL_VARS.contains(&k.as_str()))
+                && !own.contains(&k.as_str())
+                && !set(k)
+                && !config_pass.iter().any(|p| p == k)
+        })
         .collect()
 }
 

@@ -106,6 +106,51 @@ fn recipe(kind: Kind) -> Option<&'static Recipe> {
     }
 }
 
+/// The variables that hold the CLI `kind`'s own login (its model API's
+/// key or token): passed on to its agent, while the credentials of other
+/// services are not ([`crate::confine::withheld_env`]).
+pub fn own_login_vars(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::Claude => &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+        ],
+        Kind::Codex => &["OPENAI_API_KEY", "CODEX_API_KEY"],
+        Kind::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        Kind::Qwen => &["DASHSCOPE_API_KEY", "OPENAI_API_KEY", "QWEN_API_KEY"],
+        Kind::Opencode => &[
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "GEMINI_API_KEY",
+            "OPENROUTER_API_KEY",
+        ],
+        Kind::Command | Kind::Scripted => &[],
+    }
+}
+
+/// The login files of the CLI `kind` under `home` (the user's, as the
+/// private copy links them): readable by its own agent, hidden from every
+/// other ([`crate::confine::SECRET_FILES`]).
+pub fn own_login_files(
+    kind: Kind,
+    env: &dyn Fn(&str) -> Option<String>,
+    home: Option<&Path>,
+) -> Vec<PathBuf> {
+    match (recipe(kind), user_folder(kind, env, home)) {
+        (Some(recipe), Some((user, _))) => recipe.linked.iter().map(|n| user.join(n)).collect(),
+        _ => match kind {
+            Kind::Qwen => home
+                .map(|h| vec![h.join(".qwen/oauth_creds.json")])
+                .unwrap_or_default(),
+            Kind::Opencode => home
+                .map(|h| vec![h.join(".local/share/opencode/auth.json")])
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        },
+    }
+}
+
 /// The data folders a confined Qwen Code or opencode may write under
 /// `home`: their sessions, logs and caches, not their settings.
 pub fn data_folders(kind: Kind, home: Option<&Path>) -> Vec<PathBuf> {

@@ -49,6 +49,12 @@ pub struct CliBackend {
     backend: ResolvedBackend,
     extra_secret_names: Vec<String>,
     isolate_home: bool,
+    /// `[isolation] deny_read`, `pass_env` and `sandbox = "required"`:
+    /// what a confined agent may not read, the credentials it gets anyway,
+    /// and whether it may run unconfined.
+    deny_read: Vec<String>,
+    pass_env: Vec<String>,
+    sandbox_required: bool,
     ignored: Vec<PathBuf>,
     governor: Option<crate::governor::Governor>,
     leak_timeout: Duration,
@@ -142,6 +148,9 @@ impl CliBackend {
             isolate_home: backend.spec.isolate_home.unwrap_or(false),
             backend,
             extra_secret_names: Vec::new(),
+            deny_read: Vec::new(),
+            pass_env: Vec::new(),
+            sandbox_required: false,
             ignored: Vec::new(),
             governor: None,
             leak_timeout: DEFAULT_LEAK_TIMEOUT,
@@ -159,10 +168,15 @@ impl CliBackend {
             .spec
             .isolate_home
             .unwrap_or(config.limits.isolate_home);
-        CliBackend::new(backend)
+        let mut configured = CliBackend::new(backend)
             .with_secret_names(config.redact.env.clone())
             .with_leak_timeout(config.leak_timeout())
-            .isolating_home(isolate_home)
+            .isolating_home(isolate_home);
+        configured.deny_read.clone_from(&config.isolation.deny_read);
+        configured.pass_env.clone_from(&config.isolation.pass_env);
+        configured.sandbox_required =
+            config.isolation.sandbox == crate::config::SandboxMode::Required;
+        configured
     }
 
     /// Count the stream's usage live against the governor's budgets; an
@@ -293,6 +307,10 @@ impl CliBackend {
             ),
             None => None,
         };
+        let (hidden, withheld) = match &writable {
+            Some(_) => self.kept_from(&request),
+            None => (Vec::new(), Vec::new()),
+        };
         let redactor = Redactor::from_env(
             self.backend
                 .spec
@@ -305,6 +323,9 @@ impl CliBackend {
         let mut invocation = adapter::build(&self.backend, &request);
         invocation.spawn.leak_timeout = self.leak_timeout;
         invocation.spawn.writable = writable;
+        invocation.spawn.hidden = hidden;
+        invocation.spawn.required = self.sandbox_required;
+        invocation.spawn.env_remove.extend(withheld);
         if let Err(e) = write_atomic(
             &dir.join("prompt.md"),
             redactor.redact(&request.prompt).as_bytes(),
@@ -351,6 +372,37 @@ impl CliBackend {
             notes,
             state: Arc::new(Mutex::new(StreamState::default())),
         })
+    }
+
+    /// What a confined agent is kept from: the credential files it may
+    /// not read (all but its own backend's login) and the variables of
+    /// wavecrew's environment it does not get
+    /// ([`crate::confine::withheld_env`]).
+    fn kept_from(&self, request: &AttemptRequest) -> (Vec<PathBuf>, Vec<String>) {
+        let mut agent_env = self.backend.spec.env.clone();
+        agent_env.extend(request.env.clone());
+        let env = |k: &str| agent_env.get(k).cloned();
+        let home = crate::confine::home_dir(env("HOME").as_deref());
+        let kind = self.backend.kind;
+        let own = crate::private_config::own_login_files(kind, &env, home.as_deref());
+        // Under the agent's home and under wavecrew's: a home of its own
+        // (`isolate_home`, a configured `HOME`) does not make the user's
+        // keys readable by their absolute path.
+        let mut hidden = crate::confine::hidden(&self.deny_read, home.as_deref(), &own);
+        let ours = crate::confine::home_dir(None);
+        if ours != home {
+            hidden.extend(crate::confine::hidden(
+                &self.deny_read,
+                ours.as_deref(),
+                &own,
+            ));
+        }
+        let withheld = crate::confine::withheld_env(
+            &self.pass_env,
+            crate::private_config::own_login_vars(kind),
+            &|k| agent_env.contains_key(k),
+        );
+        (hidden, withheld)
     }
 
     /// Where a confined agent may write: `paths` (the task's), its CLI's

@@ -70,6 +70,11 @@ pub struct Spawn {
     /// `wavecrew_sys::sandbox`); `None`, or a kernel without Landlock:
     /// anywhere the user may.
     pub writable: Option<Vec<PathBuf>>,
+    /// What the confined tree may not read (credentials); with `writable`.
+    pub hidden: Vec<PathBuf>,
+    /// Refuse to start unconfined where the kernel cannot confine
+    /// (`[isolation] sandbox = "required"`).
+    pub required: bool,
 }
 
 impl Spawn {
@@ -84,6 +89,8 @@ impl Spawn {
             stdin: StdinInput::Null,
             leak_timeout: DEFAULT_LEAK_TIMEOUT,
             writable: None,
+            hidden: Vec::new(),
+            required: false,
         }
     }
 }
@@ -289,13 +296,19 @@ pub async fn supervise_until(
             let handle = tokio::runtime::Handle::current();
             let confined = {
                 let cmd = &mut cmd;
-                wavecrew_sys::sandbox::spawn_confined(writable, move || {
+                wavecrew_sys::sandbox::spawn_confined_hiding(writable, &spawn.hidden, move || {
                     let _entered = handle.enter();
                     cmd.spawn()
                 })
             };
             match confined {
                 Ok((spawned, _)) => spawned,
+                Err(e) if spawn.required => {
+                    result.ended = Ended::SpawnFailed(format!(
+                        "[isolation] sandbox = \"required\" and the agent cannot be confined: {e}"
+                    ));
+                    return result;
+                }
                 Err(e) => {
                     // No Landlock here: the run said so once at its start.
                     tracing::debug!("running unconfined: {e}");

@@ -79,9 +79,19 @@ pub fn support() -> Support {
 /// knows handled (writes of ABI 1 required), and the scopes when the
 /// kernel has them.
 fn ruleset() -> Result<RulesetCreated, SandboxError> {
+    ruleset_handling(false)
+}
+
+/// [`ruleset`], handling reads too when `reads` (some paths are hidden).
+fn ruleset_handling(reads: bool) -> Result<RulesetCreated, SandboxError> {
+    let read = if reads {
+        READS
+    } else {
+        landlock::BitFlags::EMPTY
+    };
     let created = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
-        .handle_access(AccessFs::from_write(ABI::V1))
+        .handle_access(AccessFs::from_write(ABI::V1) | read)
         .and_then(|r| {
             r.set_compatibility(CompatLevel::BestEffort)
                 .handle_access(AccessFs::from_write(ABI_TARGET))
@@ -103,15 +113,51 @@ fn scoped_ruleset() -> Result<RulesetCreated, SandboxError> {
         .map_err(|e| SandboxError::Ruleset(e.to_string()))
 }
 
-/// The rights a rule on `path` grants: every write right below a folder;
-/// on a file, the rights a file can have (writing, truncating).
-fn rights_for(path: &Path) -> landlock::BitFlags<AccessFs> {
-    let all = AccessFs::from_write(ABI_TARGET);
+/// The read rights handled when some paths are hidden.
+const READS: landlock::BitFlags<AccessFs> =
+    landlock::make_bitflags!(AccessFs::{ReadFile | ReadDir});
+
+/// The rights a rule on `path` grants: every write right below a folder
+/// (and `extra`); on a file, the rights a file can have.
+fn rights_for(path: &Path, extra: landlock::BitFlags<AccessFs>) -> landlock::BitFlags<AccessFs> {
+    let all = AccessFs::from_write(ABI_TARGET) | extra;
     if path.is_dir() {
         all
     } else {
         all & AccessFs::from_file(ABI_TARGET)
     }
+}
+
+/// What may be read when `hidden` may not: every entry of every folder
+/// above a hidden path that neither is hidden nor leads to one (read
+/// whole), and those folders themselves (their names listed, nothing
+/// below read but through the entries granted). Hidden paths that do not
+/// exist hide nothing.
+pub fn readable_around(hidden: &[PathBuf]) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let hidden: Vec<PathBuf> = hidden
+        .iter()
+        .filter(|p| p.is_absolute() && std::fs::symlink_metadata(p).is_ok())
+        .flat_map(|p| {
+            let real = std::fs::canonicalize(p).ok();
+            std::iter::once(p.clone()).chain(real)
+        })
+        .collect();
+    let mut above: Vec<PathBuf> = hidden
+        .iter()
+        .flat_map(|p| p.ancestors().skip(1).map(Path::to_owned))
+        .collect();
+    above.sort();
+    above.dedup();
+    let mut whole = Vec::new();
+    for dir in &above {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if !hidden.contains(&path) && !above.contains(&path) {
+                whole.push(path);
+            }
+        }
+    }
+    (whole, above)
 }
 
 /// Run `start` (which spawns a child) on a thread of its own that is
@@ -126,16 +172,64 @@ pub fn spawn_confined<T: Send>(
     writable: &[PathBuf],
     start: impl FnOnce() -> T + Send,
 ) -> Result<(T, Vec<PathBuf>), SandboxError> {
-    let mut created = ruleset()?;
+    spawn_confined_hiding(writable, &[], start)
+}
+
+/// [`spawn_confined`], and the tree may read nothing below `hidden`
+/// (credential files and folders): everything else stays readable
+/// ([`readable_around`]), what it may write too (so a hidden path below a
+/// writable one is not hidden).
+pub fn spawn_confined_hiding<T: Send>(
+    writable: &[PathBuf],
+    hidden: &[PathBuf],
+    start: impl FnOnce() -> T + Send,
+) -> Result<(T, Vec<PathBuf>), SandboxError> {
+    // Reads are handled only when something there is to hide: a hidden
+    // path that does not exist hides nothing.
+    let (whole, above) = readable_around(hidden);
+    let reads = !above.is_empty();
+    let mut created = ruleset_handling(reads)?;
     let mut granted = Vec::new();
+    let extra = if reads {
+        READS
+    } else {
+        landlock::BitFlags::EMPTY
+    };
     for path in writable {
         let Ok(fd) = PathFd::new(path) else {
             continue;
         };
         created = created
-            .add_rule(PathBeneath::new(fd, rights_for(path)))
+            .add_rule(PathBeneath::new(fd, rights_for(path, extra)))
             .map_err(|e| SandboxError::Ruleset(format!("{}: {e}", path.display())))?;
         granted.push(path.clone());
+    }
+    if reads {
+        let rules = whole
+            .iter()
+            .map(|p| {
+                (
+                    p,
+                    if p.is_dir() {
+                        READS
+                    } else {
+                        READS & AccessFs::from_file(ABI_TARGET)
+                    },
+                )
+            })
+            .chain(
+                above
+                    .iter()
+                    .map(|p| (p, landlock::make_bitflags!(AccessFs::{ReadDir}))),
+            );
+        for (path, rights) in rules {
+            let Ok(fd) = PathFd::new(path) else {
+                continue;
+            };
+            created = created
+                .add_rule(PathBeneath::new(fd, rights))
+                .map_err(|e| SandboxError::Ruleset(format!("{}: {e}", path.display())))?;
+        }
     }
     std::thread::scope(|scope| {
         scope
@@ -168,6 +262,10 @@ pub struct CommandBox {
     /// Places the command may write besides its working folder and its
     /// temporary folder.
     pub writable: Vec<PathBuf>,
+    /// Places it may not even read (credentials).
+    pub hidden: Vec<PathBuf>,
+    /// Refuse to run it unconfined where the kernel cannot confine.
+    pub required: bool,
 }
 
 /// A [`CommandBox`] made for one command: its rules and its temporary
@@ -175,6 +273,8 @@ pub struct CommandBox {
 #[derive(Debug)]
 pub struct Boxed {
     writable: Vec<PathBuf>,
+    hidden: Vec<PathBuf>,
+    required: bool,
     tmp: tempfile::TempDir,
 }
 
@@ -188,7 +288,12 @@ impl CommandBox {
         let mut writable = vec![cwd.to_owned(), tmp.path().to_owned(), PathBuf::from("/dev")];
         writable.extend(more.iter().cloned());
         writable.extend(self.writable.iter().cloned());
-        Ok(Boxed { writable, tmp })
+        Ok(Boxed {
+            writable,
+            hidden: self.hidden.clone(),
+            required: self.required,
+            tmp,
+        })
     }
 }
 
@@ -211,13 +316,16 @@ impl Boxed {
         let handle = tokio::runtime::Handle::current();
         let confined = {
             let cmd = &mut *cmd;
-            spawn_confined(&self.writable, move || {
+            spawn_confined_hiding(&self.writable, &self.hidden, move || {
                 let _entered = handle.enter();
                 cmd.spawn()
             })
         };
         match confined {
             Ok((spawned, _)) => spawned,
+            Err(e) if self.required => Err(std::io::Error::other(format!(
+                "[isolation] sandbox = \"required\" and the command cannot be confined: {e}"
+            ))),
             Err(_) => cmd.spawn(),
         }
     }
@@ -232,10 +340,13 @@ impl Boxed {
         }
         let confined = {
             let cmd = &mut *cmd;
-            spawn_confined(&self.writable, move || cmd.spawn())
+            spawn_confined_hiding(&self.writable, &self.hidden, move || cmd.spawn())
         };
         match confined {
             Ok((spawned, _)) => spawned,
+            Err(e) if self.required => Err(std::io::Error::other(format!(
+                "[isolation] sandbox = \"required\" and the command cannot be confined: {e}"
+            ))),
             Err(_) => cmd.spawn(),
         }
     }
@@ -302,6 +413,8 @@ mod tests {
                       echo c > ../cache/c; echo d > ../home/.bashrc; echo e > /tmp/wavecrew-boxed-$$";
         let boxed = CommandBox {
             writable: vec![cache.clone()],
+            hidden: Vec::new(),
+            required: true,
         }
         .around(&work, &[])
         .unwrap();
@@ -318,6 +431,51 @@ mod tests {
         assert!(!home.join(".bashrc").exists());
         drop(boxed);
         assert!(!made.exists(), "its TMPDIR goes with it");
+    }
+
+    /// A hidden file and folder cannot be read, even by a program started
+    /// from the tree; everything beside them can, and a hidden path that
+    /// does not exist hides nothing.
+    #[tokio::test]
+    async fn hidden_paths_cannot_be_read_and_the_rest_can() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        for d in [".ssh", ".config/gh", ".config/other"] {
+            std::fs::create_dir_all(home.join(d)).unwrap();
+        }
+        for (rel, text) in [
+            (".ssh/id", "key"),
+            (".config/gh/hosts.yml", "token"),
+            (".config/other/x", "fine"),
+            ("notes", "fine"),
+        ] {
+            std::fs::write(home.join(rel), text).unwrap();
+        }
+        let hidden = [
+            home.join(".ssh"),
+            home.join(".config/gh/hosts.yml"),
+            home.join(".missing"),
+        ];
+        let script = "for f in .ssh/id .config/gh/hosts.yml .config/other/x notes; do \
+                      if cat $f >/dev/null 2>&1; then echo read $f; else echo denied $f; fi; done";
+        let outdir = tmp.path().join("out");
+        std::fs::create_dir_all(&outdir).unwrap();
+        let out = outdir.join("said");
+        let mut cmd = tokio::process::Command::new("sh");
+        cmd.args(["-c", &format!("({script}) > {}", out.display())])
+            .current_dir(&home);
+        let handle = tokio::runtime::Handle::current();
+        let writable = [outdir.clone(), PathBuf::from("/dev")];
+        let (child, _) = spawn_confined_hiding(&writable, &hidden, || {
+            let _entered = handle.enter();
+            cmd.spawn()
+        })
+        .unwrap();
+        child.unwrap().wait().await.unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&out).unwrap(),
+            "denied .ssh/id\ndenied .config/gh/hosts.yml\nread .config/other/x\nread notes\n"
+        );
     }
 
     /// A confined tree can signal its own processes, but neither the

@@ -128,6 +128,27 @@ pub fn prepare(opened: &mut OpenSession) -> Result<(), CliError> {
     opened.check_graph()?;
     opened.check_workspace()?;
     super::integration::prune_at_start(&opened.valid.dir);
+    if opened.config.isolation.sandbox == wavecrew_backends::config::SandboxMode::Required {
+        // Refused before any task: no agent runs without every layer.
+        let missing = match wavecrew_sys::sandbox::support() {
+            wavecrew_sys::sandbox::Support::Unavailable(why) => Some(format!(
+                "what agents write and read cannot be confined on this kernel (Landlock: {why})"
+            )),
+            wavecrew_sys::sandbox::Support::Enforced { scoped: false } => Some(
+                "signals and abstract unix sockets cannot be scoped on this kernel (Landlock \
+                 ABI 6, Linux 6.12, is needed)"
+                    .to_owned(),
+            ),
+            wavecrew_sys::sandbox::Support::Enforced { scoped: true } => None,
+        };
+        if let Some(missing) = missing {
+            return Err(CliError::bad_input(anyhow::anyhow!(
+                "[isolation] sandbox = \"required\" (wavecrew.toml): {missing}; no task was \
+                 started. Run on a kernel that has it, or set sandbox = \"auto\" to run with \
+                 the layers there are"
+            )));
+        }
+    }
     if opened.config.isolation.sandbox == wavecrew_backends::config::SandboxMode::Auto {
         // Said once, when a layer of the box is missing on this kernel.
         match wavecrew_sys::sandbox::support() {
