@@ -35,7 +35,15 @@ pub struct StatusArgs {
     pub last: usize,
 }
 
-fn session_dir(path: &std::path::Path) -> Result<PathBuf, CliError> {
+/// What `wavecrew status <dir> --json --last <last>` prints.
+pub fn status_value(dir: &std::path::Path, last: usize) -> Result<serde_json::Value, CliError> {
+    let run = wavecrew_report::collect(dir).map_err(CliError::internal)?;
+    Ok(wavecrew_report::status::status_json(&run, last))
+}
+
+/// The session folder `path` names, canonical; refused (exit 2) when it
+/// is not one.
+pub fn session_dir(path: &std::path::Path) -> Result<PathBuf, CliError> {
     if !wavecrew_core::SessionLayout::new(path).looks_like_session() {
         return Err(CliError::bad_input(anyhow::anyhow!(
             "{}: not a session folder (no tasks/ and no team-session.json)",
