@@ -38,6 +38,7 @@
 //! assert!(err.to_string().contains("field `tasks[0].acceptance[0].verify`"), "{err}");
 //! ```
 
+pub mod import;
 pub mod model;
 pub mod roles;
 mod session;
