@@ -28,6 +28,14 @@ pub enum Format {
 }
 
 impl Format {
+    /// The role its tasks get in the task file: (name, id prefix).
+    fn role(self) -> (&'static str, &'static str) {
+        match self {
+            Format::TaskMaster => ("taskmaster", "TM"),
+            Format::MaestroFlow => ("maestro", "TASK"),
+        }
+    }
+
     /// The name people know it by.
     pub fn name(self) -> &'static str {
         match self {
@@ -108,13 +116,51 @@ pub enum ImportError {
 #[derive(Serialize)]
 struct OutFile {
     goal: String,
+    roles: BTreeMap<&'static str, OutRole>,
     tasks: Vec<OutTask>,
+}
+
+/// The role imported tasks are taken by: the built-in developer's
+/// instructions under a name of its own, so that the tasks keep their ids
+/// (the built-in developer takes `IMPL-*` ids only).
+#[derive(Serialize)]
+struct OutRole {
+    prefix: &'static str,
+    responsibility: &'static str,
+    instructions: &'static str,
+}
+
+impl OutFile {
+    fn new(goal: String, format: Format, tasks: Vec<OutTask>) -> OutFile {
+        let developer = crate::roles::built_in("developer").expect("developer is built in");
+        let (name, prefix) = format.role();
+        OutFile {
+            goal,
+            roles: BTreeMap::from([(
+                name,
+                OutRole {
+                    prefix,
+                    responsibility: developer.responsibility,
+                    instructions: developer.instructions,
+                },
+            )]),
+            tasks: tasks
+                .into_iter()
+                .map(|t| OutTask {
+                    role: Some(name),
+                    ..t
+                })
+                .collect(),
+        }
+    }
 }
 
 #[derive(Serialize)]
 struct OutTask {
     id: String,
     title: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -171,6 +217,12 @@ const PROGRAMS: &[&str] = &[
 /// no shell syntax (pipes, `&&`, redirections, variables, globs).
 pub fn as_command(line: &str) -> Option<Vec<String>> {
     let line = line.trim();
+    // "`npm test` exits 0": the command is what exits 0.
+    let line = [" exits 0", " exits with 0", " passes", " succeeds"]
+        .iter()
+        .find_map(|s| line.strip_suffix(s))
+        .unwrap_or(line)
+        .trim();
     let line = line
         .strip_prefix('`')
         .and_then(|l| l.strip_suffix('`'))
@@ -218,7 +270,16 @@ pub fn import(path: &Path, tag: Option<&str>) -> Result<Imported, ImportError> {
         let value = read_json(path)?;
         if is_maestro_task(&value) {
             let dir = path.parent().unwrap_or(Path::new("."));
-            maestro(dir, &maestro_files(dir)?)?
+            // One of a plan's TASK-NNN.json stands for its folder.
+            let named_as_plan_task = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("TASK-"));
+            if named_as_plan_task {
+                maestro(dir, &maestro_files(dir)?)?
+            } else {
+                maestro(dir, &[path.to_owned()])?
+            }
         } else if let Some((tasks, goal, dropped)) = task_master_tasks(path, &value, tag)? {
             let (out, more) = task_master(path, tasks, goal)?;
             (
@@ -446,7 +507,7 @@ fn task_master(
                 None => dropped.push(format!("task {id}: a dependency that is not an id ({d})")),
             }
         }
-        let mut acceptance = Vec::new();
+        let mut acceptance = listed_criteria(t);
         if let Some(ts) = str_of(t, "testStrategy") {
             acceptance.push(criterion_of(ts));
         }
@@ -463,6 +524,9 @@ fn task_master(
             })?;
             let full = format!("{id}.{sid}");
             check_id(path, &format!("{field}.id"), &full)?;
+            if s.get("status").and_then(Value::as_str) == Some("done") {
+                done += 1;
+            }
             let stitle = str_of(s, "title")
                 .ok_or_else(|| field_err(path, format!("{field}.title"), "expected a string"))?;
             let mut sdeps = Vec::new();
@@ -490,13 +554,14 @@ fn task_master(
             if sdeps.is_empty() {
                 sdeps.clone_from(&deps);
             }
-            let mut sacc = Vec::new();
+            let mut sacc = listed_criteria(s);
             if let Some(ts) = str_of(s, "testStrategy") {
                 sacc.push(criterion_of(ts));
             }
             out.push(OutTask {
                 id: full.clone(),
                 title: stitle.to_owned(),
+                role: None,
                 description: description(&[
                     (None, str_of(s, "description")),
                     (Some("Details"), str_of(s, "details")),
@@ -522,6 +587,7 @@ fn task_master(
         out.push(OutTask {
             id: id.clone(),
             title: title.to_owned(),
+            role: None,
             description: description(&[
                 (None, str_of(t, "description")),
                 (Some("Details"), str_of(t, "details")),
@@ -529,7 +595,7 @@ fn task_master(
             ]),
             depends_on: dedup(deps),
             files: Vec::new(),
-            acceptance,
+            acceptance: dedup_criteria(acceptance),
         });
     }
     if done > 0 {
@@ -544,8 +610,42 @@ fn task_master(
             fields_left.into_iter().collect::<Vec<_>>().join(", ")
         ));
     }
-    let goal = goal.unwrap_or_else(|| format!("The tasks of {}", path.display()));
-    Ok((OutFile { goal, tasks: out }, dropped))
+    let goal = goal.unwrap_or_else(|| format!("The Task Master tasks of {}", project_name(path)));
+    Ok((OutFile::new(goal, Format::TaskMaster, out), dropped))
+}
+
+/// A task's `acceptanceCriteria`: a list of strings, or one text whose
+/// `- ` lines are the criteria (the whole text when it has none).
+fn listed_criteria(t: &Value) -> Vec<OutCriterion> {
+    let lines: Vec<String> = match t.get("acceptanceCriteria") {
+        Some(Value::String(text)) => {
+            let items: Vec<String> = text
+                .lines()
+                .filter_map(|l| l.trim().strip_prefix("- ").map(|i| i.trim().to_owned()))
+                .filter(|i| !i.is_empty())
+                .collect();
+            if items.is_empty() && !text.trim().is_empty() {
+                vec![text.trim().to_owned()]
+            } else {
+                items
+            }
+        }
+        other => strings(other),
+    };
+    lines.iter().map(|l| criterion_of(l)).collect()
+}
+
+/// The name of the project a task list belongs to: the first folder
+/// above it that is not Task Master's or maestro-flow's own.
+fn project_name(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    absolute
+        .ancestors()
+        .skip(1)
+        .filter_map(|a| a.file_name().and_then(|n| n.to_str()))
+        .find(|n| !matches!(*n, "tasks" | ".taskmaster" | "outputs" | ".task"))
+        .unwrap_or("this project")
+        .to_owned()
 }
 
 fn check_id(path: &Path, field: &str, id: &str) -> Result<(), ImportError> {
@@ -556,6 +656,29 @@ fn check_id(path: &Path, field: &str, id: &str) -> Result<(), ImportError> {
             &format!("{id:?} cannot be a task id: {e}"),
         )
     })
+}
+
+/// Criteria without repeats (the same words, or the same command).
+fn dedup_criteria(v: Vec<OutCriterion>) -> Vec<OutCriterion> {
+    let mut seen = BTreeSet::new();
+    v.into_iter()
+        .filter(|c| {
+            seen.insert(match c {
+                OutCriterion::Text(t) => t.clone(),
+                OutCriterion::Command { verify, .. } => verify.join("\u{0}"),
+            })
+        })
+        .collect()
+}
+
+/// `1. a`, `2. b`, one a line.
+fn numbered(steps: &[String]) -> String {
+    steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| format!("{}. {s}", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn dedup(v: Vec<String>) -> Vec<String> {
@@ -719,12 +842,13 @@ fn maestro(dir: &Path, files: &[PathBuf]) -> Result<(Format, OutFile, Vec<String
         tasks.push(OutTask {
             id: id.to_owned(),
             title: title.to_owned(),
+            role: None,
             description: description(&[
                 (None, str_of(v, "description")),
                 (Some("Action"), str_of(v, "action")),
                 (
                     Some("Steps"),
-                    (!steps.is_empty()).then(|| steps.join("\n")).as_deref(),
+                    (!steps.is_empty()).then(|| numbered(&steps)).as_deref(),
                 ),
                 (
                     Some("Read first"),
@@ -736,7 +860,7 @@ fn maestro(dir: &Path, files: &[PathBuf]) -> Result<(Format, OutFile, Vec<String
             ]),
             depends_on: dedup(deps),
             files: files_out,
-            acceptance,
+            acceptance: dedup_criteria(acceptance),
         });
     }
     if !fields_left.is_empty() {
@@ -750,9 +874,22 @@ fn maestro(dir: &Path, files: &[PathBuf]) -> Result<(Format, OutFile, Vec<String
         .parent()
         .map(|p| p.join("plan.json"))
         .and_then(|p| read_json(&p).ok())
-        .and_then(|p| str_of(&p, "objective").map(str::to_owned))
-        .unwrap_or_else(|| format!("The plan tasks of {}", dir.display()));
-    Ok((Format::MaestroFlow, OutFile { goal, tasks }, dropped))
+        .and_then(|p| {
+            ["objective", "summary", "title"]
+                .iter()
+                .find_map(|k| str_of(&p, k).map(str::to_owned))
+        })
+        .unwrap_or_else(|| {
+            format!(
+                "The maestro-flow plan tasks of {}",
+                project_name(&dir.join("x"))
+            )
+        });
+    Ok((
+        Format::MaestroFlow,
+        OutFile::new(goal, Format::MaestroFlow, tasks),
+        dropped,
+    ))
 }
 
 /// Whether a verification line reads as a shell command line (rather than
@@ -787,6 +924,10 @@ mod tests {
         assert_eq!(as_command("Verify the page renders"), None);
         assert_eq!(as_command("rm -rf /"), None);
         assert_eq!(as_command("pytest\nnpm test"), None);
+        assert_eq!(
+            as_command("`go test ./...` exits 0"),
+            Some(vec!["go".into(), "test".into(), "./...".into()])
+        );
     }
 
     fn write(dir: &Path, name: &str, v: &Value) -> PathBuf {
