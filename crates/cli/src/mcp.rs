@@ -205,7 +205,7 @@ impl Server {
     fn start_run(&self, p: &TaskFileParams) -> Result<Value, CliError> {
         let root = self.project(p.project.as_deref())?;
         let intake = Intake::read(&root, &p.task_file)?;
-        let checked = match intake.refused_roles()? {
+        let checked = match intake.refused_roles() {
             Some(refused) => refused,
             None => crate::commands::plan::explain_task_text(&intake.text, &intake.path, &root)?,
         };
@@ -308,7 +308,7 @@ impl Server {
         blocking(move || {
             let root = server.project(p.project.as_deref())?;
             let intake = Intake::read(&root, &p.task_file)?;
-            if let Some(problems) = intake.refused_roles()? {
+            if let Some(problems) = intake.refused_roles() {
                 return Ok(problems);
             }
             crate::commands::plan::explain_task_text(&intake.text, &intake.path, &root)
@@ -609,10 +609,10 @@ impl Intake {
     /// Role files (`[roles.x] file = …`) must be inside the project; a
     /// task file sent as text names none (it has no folder). The refusals,
     /// in `plan`'s shape, or None when there is none.
-    fn refused_roles(&self) -> Result<Option<Value>, CliError> {
+    fn refused_roles(&self) -> Option<Value> {
         let Ok(file) = wavecrew_taskfile::parse(&self.text, &self.path) else {
             // The check itself reports it, by line and field.
-            return Ok(None);
+            return None;
         };
         let mut errors = Vec::new();
         for (name, def) in &file.roles {
@@ -629,7 +629,7 @@ impl Intake {
                 errors.push(json!({"field": field, "message": e.to_string()}));
             }
         }
-        Ok((!errors.is_empty()).then(|| json!({"ok": false, "file": self.path, "errors": errors})))
+        (!errors.is_empty()).then(|| json!({"ok": false, "file": self.path, "errors": errors}))
     }
 }
 
@@ -740,14 +740,14 @@ mod tests {
             path: "task_file".into(),
             sent_as_text: true,
         };
-        let v = sent.refused_roles().unwrap().unwrap();
+        let v = sent.refused_roles().unwrap();
         assert_eq!(v["errors"][0]["field"], "roles.x.file");
         let on_disk = Intake {
             text: text.into(),
             path: "/p/wavecrew.tasks.toml".into(),
             sent_as_text: false,
         };
-        let v = on_disk.refused_roles().unwrap().unwrap();
+        let v = on_disk.refused_roles().unwrap();
         assert!(
             v["errors"][0]["message"].as_str().unwrap().contains(".."),
             "{v}"
@@ -757,6 +757,6 @@ mod tests {
             path: "/p/wavecrew.tasks.toml".into(),
             sent_as_text: false,
         };
-        assert!(fine.refused_roles().unwrap().is_none());
+        assert!(fine.refused_roles().is_none());
     }
 }

@@ -12,6 +12,7 @@
 //! it is returned.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -330,7 +331,7 @@ fn finish(
     } else {
         text.push_str("# Not carried over:\n");
         for d in &dropped {
-            text.push_str(&format!("# - {}\n", d.replace('\n', " ")));
+            let _ = writeln!(text, "# - {}", d.replace('\n', " "));
         }
     }
     text.push('\n');
@@ -416,10 +417,9 @@ fn task_master_tasks<'a>(
                 ),
             )
         })?,
-        None if top.contains_key("master") => top
-            .get_key_value("master")
-            .map(|(k, _)| k)
-            .unwrap_or(tags[0]),
+        None if top.contains_key("master") => {
+            top.get_key_value("master").map_or(tags[0], |(k, _)| k)
+        }
         None if tags.len() == 1 => tags[0],
         None => {
             return Err(field_err(
@@ -802,12 +802,13 @@ fn maestro(dir: &Path, files: &[PathBuf]) -> Result<(Format, OutFile, Vec<String
             // One verification may be several lines: each is judged alone.
             for l in line.lines().filter(|l| !l.trim().is_empty()) {
                 let c = criterion_of(l);
-                if let OutCriterion::Text(t) = &c {
-                    if as_command(t).is_none() && looks_like_shell(t) {
-                        dropped.push(format!(
-                            "{id}: the verification {t:?} needs a shell; kept as a criterion in words"
-                        ));
-                    }
+                if let OutCriterion::Text(t) = &c
+                    && as_command(t).is_none()
+                    && looks_like_shell(t)
+                {
+                    dropped.push(format!(
+                        "{id}: the verification {t:?} needs a shell; kept as a criterion in words"
+                    ));
                 }
                 acceptance.push(c);
             }

@@ -92,7 +92,17 @@ pub fn install(a: &InstallArgs, config: Option<&Path>) -> CmdResult {
     let (file, written) = if a.claude {
         let file = root.join(".mcp.json");
         let entry = json!({"type": "stdio", "command": command, "args": args, "env": {}});
-        (file.clone(), merge_json(&file, &entry))
+        let written = merge_json(&file, &entry).and_then(|()| {
+            // Claude Code asks before it starts a server of a project's
+            // .mcp.json; this install is that consent, for this server
+            // only, in the project's local (uncommitted) settings.
+            let local = root.join(".claude/settings.local.json");
+            enable_in_claude(&local).map_err(|r| Refused {
+                why: format!("{}: {}", local.display(), r.why),
+                paste: r.paste,
+            })
+        });
+        (file, written)
     } else if a.gemini {
         let file = root.join(".gemini/settings.json");
         let entry = json!({"command": command, "args": args, "cwd": root});
@@ -108,6 +118,13 @@ pub fn install(a: &InstallArgs, config: Option<&Path>) -> CmdResult {
                 file.display(),
                 root.display()
             ));
+            if a.gemini {
+                output::progress(&format!(
+                    "gemini starts a project's servers once you trust the folder (it asks when \
+                     it first starts in {})",
+                    root.display()
+                ));
+            }
             if a.codex {
                 output::progress(&format!(
                     "codex reads a project's .codex/config.toml once you trust the project (codex \
@@ -158,26 +175,66 @@ fn merge_json(file: &Path, entry: &Value) -> Result<(), Refused> {
         why,
         paste: paste.clone(),
     };
-    let mut doc: Value = match std::fs::read(file) {
-        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => json!({}),
-        Ok(bytes) => {
-            serde_json::from_slice(&bytes).map_err(|e| refuse(format!("not valid JSON ({e})")))?
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
-        Err(e) => return Err(refuse(format!("cannot read it ({e})"))),
-    };
-    let Some(top) = doc.as_object_mut() else {
-        return Err(refuse("expected a JSON object at the top".into()));
-    };
+    let mut doc = read_json_object(file).map_err(&refuse)?;
+    let top = doc
+        .as_object_mut()
+        .expect("read_json_object gives an object");
     let servers = top.entry("mcpServers").or_insert_with(|| json!({}));
     let Some(servers) = servers.as_object_mut() else {
         return Err(refuse("field `mcpServers`: expected an object".into()));
     };
     servers.insert(SERVER_NAME.to_owned(), entry.clone());
-    let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+    write_json(file, &doc).map_err(refuse)
+}
+
+/// Add `wavecrew` to `enabledMcpjsonServers` in Claude Code's settings
+/// file `file` (made when missing), keeping everything else.
+fn enable_in_claude(file: &Path) -> Result<(), Refused> {
+    let paste = serde_json::to_string_pretty(&json!({"enabledMcpjsonServers": [SERVER_NAME]}))
+        .unwrap_or_default();
+    let refuse = |why: String| Refused {
+        why,
+        paste: paste.clone(),
+    };
+    let mut doc = read_json_object(file).map_err(&refuse)?;
+    let top = doc
+        .as_object_mut()
+        .expect("read_json_object gives an object");
+    let list = top
+        .entry("enabledMcpjsonServers")
+        .or_insert_with(|| json!([]));
+    let Some(list) = list.as_array_mut() else {
+        return Err(refuse(
+            "field `enabledMcpjsonServers`: expected an array".into(),
+        ));
+    };
+    if !list.iter().any(|v| v == SERVER_NAME) {
+        list.push(json!(SERVER_NAME));
+    }
+    write_json(file, &doc).map_err(refuse)
+}
+
+/// The JSON object in `file`: `{}` when it is missing or empty.
+fn read_json_object(file: &Path) -> Result<Value, String> {
+    let doc: Value = match std::fs::read(file) {
+        Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => json!({}),
+        Ok(bytes) => serde_json::from_slice(&bytes).map_err(|e| format!("not valid JSON ({e})"))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => json!({}),
+        Err(e) => return Err(format!("cannot read it ({e})")),
+    };
+    if doc.is_object() {
+        Ok(doc)
+    } else {
+        Err("expected a JSON object at the top".into())
+    }
+}
+
+/// Write `doc` to `file`, pretty, atomically.
+fn write_json(file: &Path, doc: &Value) -> Result<(), String> {
+    let mut text = serde_json::to_string_pretty(doc).unwrap_or_default();
     text.push('\n');
     wavecrew_core::fsutil::write_atomic(file, text.as_bytes())
-        .map_err(|e| refuse(format!("cannot write it ({e})")))
+        .map_err(|e| format!("cannot write it ({e})"))
 }
 
 /// Set `[mcp_servers.wavecrew]` in codex's TOML file `file` (made when
@@ -256,6 +313,20 @@ mod tests {
         assert!(r.why.contains("not valid JSON"), "{}", r.why);
         assert!(r.paste.contains("\"mcpServers\""), "{}", r.paste);
         assert_eq!(std::fs::read_to_string(&f).unwrap(), "{ not json");
+    }
+
+    #[test]
+    fn claude_settings_enable_the_server_once_and_keep_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let f = tmp.path().join(".claude/settings.local.json");
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(&f, r#"{"enabledMcpjsonServers": ["other"], "model": "x"}"#).unwrap();
+        for _ in 0..2 {
+            enable_in_claude(&f).unwrap_or_else(|r| panic!("{}", r.why));
+        }
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        assert_eq!(v["enabledMcpjsonServers"], json!(["other", "wavecrew"]));
+        assert_eq!(v["model"], "x");
     }
 
     #[test]
