@@ -456,3 +456,231 @@ fn an_mcp_client_cancels_a_running_task_and_retries_it() {
             .is_file()
     );
 }
+
+/// Every tool name offered to the model in the requests the mock saw
+/// (Anthropic and Responses `tools[].name`, Gemini's
+/// `functionDeclarations[].name`).
+fn offered_tools(mock: &wavecrew_testkit::model_server::MockLlm) -> Vec<String> {
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, x) in m {
+                    if k == "tools" || k == "functionDeclarations" {
+                        for t in x.as_array().into_iter().flatten() {
+                            if let Some(n) = t["name"].as_str() {
+                                out.push(n.to_owned());
+                            }
+                        }
+                    }
+                    walk(x, out);
+                }
+            }
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for r in mock.requests() {
+        walk(&r["body"], &mut out);
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// `wavecrew mcp install --<cli>` in a fresh project, then the real CLI
+/// (offline: a private HOME, the mock model on 127.0.0.1): `mcp list`
+/// names the server (connected, for claude and gemini, whose list
+/// connects; codex's lists its configuration only), and a one-line prompt
+/// shows that the CLI started `wavecrew mcp` and listed its tools: claude
+/// and gemini offer the model every one of them; codex 0.169 defers MCP
+/// tools out of the model request, so its MCP client's trace is read.
+fn a_real_cli_lists_the_tools(cli: wavecrew_testkit::agent_cli_bins::AgentCli) {
+    use wavecrew_testkit::agent_cli_bins::{AgentCli, cli_bin};
+    use wavecrew_testkit::model_server::{Api, MockLlm, MockOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("project");
+    let home = tmp.path().join("home");
+    for d in [&project, &home, &tmp.path().join("tmp")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    wavecrew_testkit::git::git(&project, &["init", "-q"]);
+    let project = project.canonicalize().unwrap();
+    let flag = format!("--{}", cli.name());
+    let o = wavecrew_testkit::run_bin("wavecrew", &["mcp", "install", &flag], &project);
+    assert_eq!(o.code, 0, "{}", o.render());
+    let api = match cli {
+        AgentCli::Claude => Api::Anthropic,
+        AgentCli::Codex => Api::Responses,
+        AgentCli::Gemini => Api::Gemini,
+    };
+    let mock = MockLlm::start(
+        api,
+        MockOptions {
+            final_text: "nothing to do".into(),
+            ..MockOptions::default()
+        },
+    );
+    let base = mock.base_url();
+    let mut env: Vec<(&str, String)> = vec![
+        ("HOME", home.display().to_string()),
+        ("TMPDIR", tmp.path().join("tmp").display().to_string()),
+    ];
+    // What a person does once per project for codex and gemini: trust it.
+    let prompt_args: Vec<&str> = match cli {
+        AgentCli::Claude => {
+            env.extend([
+                ("ANTHROPIC_BASE_URL", base.clone()),
+                ("ANTHROPIC_API_KEY", "sk-ant-mock".into()),
+                ("CLAUDE_CODE_MAX_RETRIES", "0".into()),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+                ("DISABLE_AUTOUPDATER", "1".into()),
+                ("DISABLE_TELEMETRY", "1".into()),
+                ("DISABLE_ERROR_REPORTING", "1".into()),
+            ]);
+            vec![
+                "-p",
+                "say hi",
+                "--output-format",
+                "json",
+                "--model",
+                "claude-sonnet-4-5",
+            ]
+        }
+        AgentCli::Codex => {
+            let codex_home = home.join(".codex");
+            std::fs::create_dir_all(&codex_home).unwrap();
+            std::fs::write(
+                codex_home.join("config.toml"),
+                format!(
+                    "model = \"gpt-5.5\"\nmodel_provider = \"mock\"\n\n[model_providers.mock]\n\
+                     name = \"mock\"\nbase_url = \"{base}/v1\"\nenv_key = \"MOCK_API_KEY\"\n\
+                     wire_api = \"responses\"\nrequest_max_retries = 0\nstream_max_retries = 0\n\n\
+                     [projects.{:?}]\ntrust_level = \"trusted\"\n",
+                    project.display().to_string()
+                ),
+            )
+            .unwrap();
+            env.extend([
+                ("CODEX_HOME", codex_home.display().to_string()),
+                ("MOCK_API_KEY", "sk-mock-codex".into()),
+            ]);
+            // codex 0.169 defers MCP tools (they are not in the model
+            // request); the tools its MCP client listed are in its trace.
+            env.push(("RUST_LOG", "rmcp=trace,warn".into()));
+            vec!["exec", "say hi"]
+        }
+        AgentCli::Gemini => {
+            let dir = home.join(".gemini");
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::write(
+                dir.join("settings.json"),
+                r#"{"security":{"auth":{"selectedType":"gemini-api-key"}},
+                    "general":{"maxAttempts":1,"retryFetchErrors":false,"disableAutoUpdate":true,"disableUpdateNag":true},
+                    "privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}"#,
+            )
+            .unwrap();
+            std::fs::write(
+                dir.join("trustedFolders.json"),
+                json!({ project.display().to_string(): "TRUST_FOLDER" }).to_string(),
+            )
+            .unwrap();
+            env.extend([
+                ("GEMINI_API_KEY", "mock-gemini-key".into()),
+                ("GOOGLE_GEMINI_BASE_URL", base.clone()),
+            ]);
+            // Headless gemini offers the model only the tools it may run
+            // without asking; MCP tools ask unless approvals are off.
+            vec![
+                "-p",
+                "say hi",
+                "--model",
+                "gemini-2.5-pro",
+                "--approval-mode",
+                "yolo",
+            ]
+        }
+    };
+    let run = |args: &[&str]| {
+        let o = Command::new(cli_bin(cli))
+            .args(args)
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .current_dir(&project)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&["mcp", "list"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    // gemini prints its list on stderr.
+    let both = format!("{out}\n{err}");
+    let line = both
+        .lines()
+        .find(|l| l.contains("wavecrew"))
+        .unwrap_or_else(|| {
+            panic!(
+                "`{} mcp list` does not name wavecrew:\n{out}\n{err}",
+                cli.name()
+            )
+        });
+    assert!(
+        line.contains(&format!("mcp --root {}", project.display())),
+        "{line}"
+    );
+    match cli {
+        // claude and gemini connect to list: the server answered.
+        AgentCli::Claude | AgentCli::Gemini => {
+            assert!(line.contains("Connected"), "{line}");
+        }
+        // codex lists its configuration without starting the server.
+        AgentCli::Codex => assert!(line.contains("enabled"), "{line}"),
+    }
+    let (code, out, err) = run(&prompt_args);
+    let tools = [
+        "plan", "start", "status", "review", "cancel", "retry", "logs",
+    ];
+    if cli == AgentCli::Codex {
+        assert!(
+            err.contains("name: \"wavecrew\""),
+            "codex did not connect to wavecrew:\n{err}"
+        );
+        for tool in tools {
+            assert!(
+                err.contains(&format!("Tool {{ name: \"{tool}\"")),
+                "codex's MCP client did not list wavecrew's `{tool}` (exit {code:?}):\n{out}\n{err}"
+            );
+        }
+        return;
+    }
+    let offered = offered_tools(&mock);
+    for tool in tools {
+        assert!(
+            offered
+                .iter()
+                .any(|n| n.contains("wavecrew") && n.ends_with(tool)),
+            "{} did not offer wavecrew's `{tool}` to the model (exit {code:?}); offered: \
+             {offered:?}\n{out}\n{err}",
+            cli.name()
+        );
+    }
+}
+
+#[test]
+fn real_claude_lists_wavecrews_tools_after_install() {
+    a_real_cli_lists_the_tools(wavecrew_testkit::agent_cli_bins::AgentCli::Claude);
+}
+
+#[test]
+fn real_codex_lists_wavecrews_tools_after_install() {
+    a_real_cli_lists_the_tools(wavecrew_testkit::agent_cli_bins::AgentCli::Codex);
+}
+
+#[test]
+fn real_gemini_lists_wavecrews_tools_after_install() {
+    a_real_cli_lists_the_tools(wavecrew_testkit::agent_cli_bins::AgentCli::Gemini);
+}
