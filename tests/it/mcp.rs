@@ -22,9 +22,14 @@ use crate::cockpit_review::{SESSION, TASKS, awaiting, review_project, task};
 /// The Python of the cache's venv, where scripts/test.sh installs `mcp`.
 fn python() -> PathBuf {
     let p = wavecrew_testkit::agent_cli_bins::cache_dir().join("py/bin/python");
+    let sdk = Command::new(&p)
+        .args(["-c", "import mcp"])
+        .output()
+        .map(|o| o.status.success());
     assert!(
-        p.is_file(),
-        "{} is missing: run scripts/test.sh once, it installs the pinned Python MCP SDK",
+        matches!(sdk, Ok(true)),
+        "{} cannot import the Python MCP SDK (`mcp`): run scripts/test.sh, it installs the \
+         pinned SDK into that venv",
         p.display()
     );
     p

@@ -121,7 +121,7 @@ pub enum Command {
     Completions(commands::shell::CompletionsArgs),
     /// Print the man page (roff): `wavecrew man > wavecrew.1`.
     Man,
-    /// Serve this project's MCP server on stdio (`plan`, `start`, `status`, `review`, `cancel`, `retry`, `logs`), or register it with an agent CLI: `wavecrew mcp install --claude`.
+    /// Serve this project's MCP server on stdio, or register it with an agent CLI (`mcp install --claude`).
     Mcp(commands::mcp::McpArgs),
     /// Write wavecrew.tasks.toml from a task list kept elsewhere: Task Master's tasks.json, maestro-flow's plan tasks.
     Import(commands::import::ImportArgs),

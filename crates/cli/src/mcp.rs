@@ -342,7 +342,7 @@ impl Server {
         let server = self.clone();
         blocking(move || {
             let dir = server.session_dir(p.project.as_deref(), &p.session)?;
-            crate::commands::report::status_value(&dir, 10)
+            crate::commands::report::status_value(&dir, crate::commands::report::DEFAULT_LAST)
         })
         .await
     }
@@ -586,15 +586,22 @@ impl Intake {
             });
         }
         let given = task_file.trim();
-        let rel = wavecrew_sys::path::ProjectPath::parse(given)
-            .map_err(|e| bad(format!("task_file: {e}")))?;
-        let path = rel.under(root);
+        // An absolute path is taken when it is inside the project (checked
+        // below, links resolved); a relative one must not climb out.
+        let path = if Path::new(given).is_absolute() {
+            PathBuf::from(given)
+        } else {
+            wavecrew_sys::path::ProjectPath::parse(given)
+                .map_err(|e| bad(format!("task_file: {e}")))?
+                .under(root)
+        };
         let canonical = path
             .canonicalize()
             .map_err(|e| bad(format!("task_file {given:?}: {e}")))?;
         if !canonical.starts_with(root) {
             return Err(bad(format!(
-                "task_file {given:?} leaves the project through a link: refused"
+                "task_file {given:?} is outside the project ({}): refused",
+                root.display()
             )));
         }
         let text = std::fs::read_to_string(&canonical)
@@ -712,6 +719,41 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("project \"missing\""), "{e}");
+    }
+
+    #[test]
+    fn a_task_file_path_must_be_inside_the_project() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("p");
+        std::fs::create_dir_all(&root).unwrap();
+        let root = root.canonicalize().unwrap();
+        std::fs::write(root.join("t.toml"), "goal = \"g\"\n").unwrap();
+        std::fs::write(tmp.path().join("out.toml"), "goal = \"x\"\n").unwrap();
+        let inside = Intake::read(&root, "t.toml").unwrap();
+        assert!(!inside.sent_as_text);
+        let abs = root.join("t.toml").display().to_string();
+        assert_eq!(Intake::read(&root, &abs).unwrap().path, root.join("t.toml"));
+        for outside in [
+            "../out.toml".to_owned(),
+            tmp.path().join("out.toml").display().to_string(),
+        ] {
+            let Err(e) = Intake::read(&root, &outside) else {
+                panic!("{outside} was read")
+            };
+            assert!(e.to_string().contains("task_file"), "{e}");
+        }
+        // A link out of the project is refused too.
+        std::os::unix::fs::symlink(tmp.path().join("out.toml"), root.join("l.toml")).unwrap();
+        let Err(e) = Intake::read(&root, "l.toml") else {
+            panic!("a link out was followed")
+        };
+        assert!(e.to_string().contains("outside the project"), "{e}");
+        // Text is text.
+        assert!(
+            Intake::read(&root, "goal = \"g\"\n[[tasks]]\ntitle = \"t\"\n")
+                .unwrap()
+                .sent_as_text
+        );
     }
 
     #[test]

@@ -9,6 +9,10 @@ use clap::Args;
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
 
+/// How many of the last bus records `status` shows by default (the MCP
+/// server's `status` too).
+pub const DEFAULT_LAST: usize = 10;
+
 /// `wavecrew report` arguments.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -31,7 +35,7 @@ pub struct StatusArgs {
     #[arg(long)]
     pub watch: bool,
     /// How many of the last bus records to show.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = DEFAULT_LAST)]
     pub last: usize,
 }
 
