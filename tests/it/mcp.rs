@@ -277,6 +277,10 @@ fn an_mcp_client_plans_starts_follows_and_reviews_a_run() {
     });
     let status = c.ok("status", &json!({"session": SESSION}));
     assert_eq!(status["session"], SESSION, "{status}");
+    assert_eq!(
+        status["run"]["running"], true,
+        "the run waits for the review: {status}"
+    );
     assert!(!run.ended(), "the run waits for the review");
     assert_eq!(task(root, "IMPL-002").unwrap().status, TaskStatus::Pending);
     // A rejection needs a note, as `wavecrew reject` does.
@@ -293,10 +297,13 @@ fn an_mcp_client_plans_starts_follows_and_reviews_a_run() {
 
     // Status until it ends: every task completed.
     let mut last = Value::Null;
-    until("the run ends with every task completed", || {
+    // `status` says when the run it started ended, and how.
+    until("the run ends", || {
         last = c.ok("status", &json!({"session": SESSION}));
-        run.ended() && states(&last).iter().all(|(_, state)| state == "completed")
+        last["run"]["running"] == false
     });
+    assert_eq!(last["run"]["exit_code"], 0, "{last}");
+    assert!(run.ended());
     assert_eq!(
         states(&last),
         [
@@ -422,8 +429,13 @@ fn an_mcp_client_cancels_a_running_task_and_retries_it() {
     assert!(e.contains("IMPL-001 is in_progress"), "{e}");
     let v = c.ok("cancel", &json!({"session": session, "task": "IMPL-001"}));
     assert_eq!(v["action"], "cancel", "{v}");
-    until("the run ends after the cancel", || run.ended());
-    let status = c.ok("status", &json!({"session": session}));
+    let mut status = Value::Null;
+    until("the run ends after the cancel", || {
+        status = c.ok("status", &json!({"session": session}));
+        status["run"]["running"] == false
+    });
+    assert_eq!(status["run"]["exit_code"], 1, "a task failed: {status}");
+    assert!(run.ended());
     assert_eq!(
         states(&status),
         [

@@ -133,9 +133,38 @@ pub struct Server {
     config: Option<PathBuf>,
     /// The `wavecrew` binary the runs are started with.
     exe: PathBuf,
-    /// The runs this server started: session folder → pid.
-    runs: Arc<Mutex<HashMap<PathBuf, u32>>>,
+    /// The runs this server started, by session folder.
+    runs: Arc<Mutex<HashMap<PathBuf, StartedRun>>>,
     tool_router: ToolRouter<Server>,
+}
+
+/// A `wavecrew run` this server started.
+#[derive(Clone)]
+struct StartedRun {
+    pid: u32,
+    log: PathBuf,
+    /// Its exit code once it ended (`Some(None)`: killed by a signal).
+    ended: Arc<Mutex<Option<Option<i32>>>>,
+}
+
+impl StartedRun {
+    fn exit(&self) -> Option<Option<i32>> {
+        *self
+            .ended
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What `status` adds about it: `{pid, running, exit_code, log}`.
+    fn describe(&self) -> Value {
+        let exit = self.exit();
+        json!({
+            "pid": self.pid,
+            "running": exit.is_none(),
+            "exit_code": exit.flatten(),
+            "log": self.log,
+        })
+    }
 }
 
 /// A tool's outcome: the JSON as structured content and as text; a
@@ -234,9 +263,8 @@ impl Server {
             .runs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(pid) = runs.get(&dir).copied()
-            && wavecrew_sys::process::pid_alive(pid)
-        {
+        if let Some(run) = runs.get(&dir).filter(|r| r.exit().is_none()) {
+            let pid = run.pid;
             return Ok(json!({
                 "session": session, "folder": dir, "task_file": file, "pid": pid,
                 "log": log, "started": false, "running": true,
@@ -265,11 +293,20 @@ impl Server {
         )
         .map_err(CliError::internal)?;
         let pid = child.id().unwrap_or_default();
-        runs.insert(dir.clone(), pid);
-        // Reaped when it ends; the run outlives this server.
+        let run = StartedRun {
+            pid,
+            log: log.clone(),
+            ended: Arc::default(),
+        };
+        runs.insert(dir.clone(), run.clone());
+        // Reaped when it ends, its exit kept for `status`; the run outlives
+        // this server.
         let mut child = child;
         tokio::runtime::Handle::current().spawn(async move {
-            let _ = child.wait().await;
+            let code = child.wait().await.ok().and_then(|s| s.code());
+            *run.ended
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(code);
         });
         tracing::info!(session, pid, "run started");
         Ok(json!({
@@ -336,13 +373,26 @@ impl Server {
     /// `status`: what `wavecrew status --json` says.
     #[tool(
         description = "A session's progress, as `wavecrew status --json` prints it: its status, \
-                       tasks by state, waves, running attempts, critical path, last records."
+                       tasks by state, waves, running attempts, critical path, last records; and \
+                       `run` {pid, running, exit_code, log} when this server started its run."
     )]
     async fn status(&self, Parameters(p): Parameters<SessionParams>) -> CallToolResult {
         let server = self.clone();
         blocking(move || {
             let dir = server.session_dir(p.project.as_deref(), &p.session)?;
-            crate::commands::report::status_value(&dir, crate::commands::report::DEFAULT_LAST)
+            let mut v =
+                crate::commands::report::status_value(&dir, crate::commands::report::DEFAULT_LAST)?;
+            // Beside what the CLI says: the run this server started, if any.
+            let run = server
+                .runs
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .get(&dir)
+                .map(StartedRun::describe);
+            if let (Some(run), Value::Object(map)) = (run, &mut v) {
+                map.insert("run".into(), run);
+            }
+            Ok(v)
         })
         .await
     }
