@@ -143,25 +143,42 @@ pub struct Server {
 struct StartedRun {
     pid: u32,
     log: PathBuf,
-    /// Its exit code once it ended (`Some(None)`: killed by a signal).
-    ended: Arc<Mutex<Option<Option<i32>>>>,
+    /// Set by its reaper when it ended.
+    end: Arc<Mutex<RunEnd>>,
+}
+
+/// Where a started run is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RunEnd {
+    /// Still going.
+    Running,
+    /// It exited with this code (None: killed by a signal).
+    Exited(Option<i32>),
 }
 
 impl StartedRun {
-    fn exit(&self) -> Option<Option<i32>> {
+    fn end(&self) -> RunEnd {
         *self
-            .ended
+            .end
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    fn running(&self) -> bool {
+        self.end() == RunEnd::Running
+    }
+
     /// What `status` adds about it: `{pid, running, exit_code, log}`.
     fn describe(&self) -> Value {
-        let exit = self.exit();
+        let end = self.end();
+        let code = match end {
+            RunEnd::Running => None,
+            RunEnd::Exited(code) => code,
+        };
         json!({
             "pid": self.pid,
-            "running": exit.is_none(),
-            "exit_code": exit.flatten(),
+            "running": end == RunEnd::Running,
+            "exit_code": code,
             "log": self.log,
         })
     }
@@ -263,7 +280,7 @@ impl Server {
             .runs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(run) = runs.get(&dir).filter(|r| r.exit().is_none()) {
+        if let Some(run) = runs.get(&dir).filter(|r| r.running()) {
             let pid = run.pid;
             return Ok(json!({
                 "session": session, "folder": dir, "task_file": file, "pid": pid,
@@ -296,7 +313,7 @@ impl Server {
         let run = StartedRun {
             pid,
             log: log.clone(),
-            ended: Arc::default(),
+            end: Arc::new(Mutex::new(RunEnd::Running)),
         };
         runs.insert(dir.clone(), run.clone());
         // Reaped when it ends, its exit kept for `status`; the run outlives
@@ -304,9 +321,9 @@ impl Server {
         let mut child = child;
         tokio::runtime::Handle::current().spawn(async move {
             let code = child.wait().await.ok().and_then(|s| s.code());
-            *run.ended
+            *run.end
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(code);
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = RunEnd::Exited(code);
         });
         tracing::info!(session, pid, "run started");
         Ok(json!({
