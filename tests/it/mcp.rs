@@ -251,6 +251,12 @@ fn an_mcp_client_plans_starts_follows_and_reviews_a_run() {
     );
     assert_eq!(v["errors"][0]["field"], "roles.spy.file", "{v}");
 
+    // A broken graph starts nothing.
+    let e = c.refused("start", &json!({"task_file": broken}));
+    assert!(e.contains("nothing was started"), "{e}");
+    assert!(e.contains("field `tasks[0].depends_on[0]`"), "{e}");
+    assert!(!root.join(".workflow/.team").exists());
+
     // Start: it returns at once with the session and its folder.
     let started = c.ok("start", &json!({"task_file": TASKS}));
     let run = Started::of(&started);
@@ -700,4 +706,18 @@ fn real_codex_lists_wavecrews_tools_after_install() {
 #[test]
 fn real_gemini_lists_wavecrews_tools_after_install() {
     a_real_cli_lists_the_tools(wavecrew_testkit::agent_cli_bins::AgentCli::Gemini);
+}
+
+#[test]
+fn the_server_refuses_a_project_folder_that_is_not_there() {
+    let tmp = tempfile::tempdir().unwrap();
+    let o = wavecrew_testkit::run_bin("wavecrew", &["mcp", "--root", "missing"], tmp.path());
+    assert_eq!(o.code, 2, "{}", o.render());
+    assert!(
+        o.stderr.contains("--root missing")
+            && o.stderr.contains("expected an existing project folder"),
+        "{}",
+        o.render()
+    );
+    assert_eq!(o.stdout, "", "stdout is the protocol's");
 }
