@@ -366,6 +366,16 @@ fn an_mcp_client_plans_starts_follows_and_reviews_a_run() {
     assert!(text.contains("IMPL-002"), "{text}");
     assert_eq!(read["contents"][0]["mime_type"], "application/xml");
 
+    // Another graph under the same session id is refused, and the task
+    // file the session was made from is left as it was.
+    let kept = root
+        .join(".workflow/mcp")
+        .join(format!("{SESSION}.tasks.toml"));
+    let changed = TASKS.replace("beside one", "beside one, changed");
+    let e = c.refused("start", &json!({"task_file": changed}));
+    assert!(e.contains("exists already"), "{e}");
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), TASKS);
+
     // Starting the same session again resumes it: nothing is left to do.
     let resumed = c.ok("start", &json!({"task_file": TASKS}));
     let rerun = Started::of(&resumed);

@@ -264,6 +264,14 @@ impl Server {
         let plan = wavecrew_taskfile::plan(&intake.text, &intake.path, &root)
             .map_err(CliError::bad_input)?;
         let session = plan.session_id.as_str().to_owned();
+        let existed = plan.dir().is_dir();
+        if existed && !plan.matches_existing(&plan.dir()) {
+            // Refused before the text is written over the file its
+            // session was made from.
+            return Err(CliError::bad_input(
+                wavecrew_taskfile::TaskFileError::SessionExists { dir: plan.dir() },
+            ));
+        }
         let file = if intake.sent_as_text {
             let file = root.join(MCP_DIR).join(format!("{session}.tasks.toml"));
             wavecrew_core::fsutil::write_atomic(&file, intake.text.as_bytes())
@@ -272,7 +280,6 @@ impl Server {
         } else {
             intake.path.clone()
         };
-        let existed = plan.dir().is_dir();
         let dir = crate::commands::tasks::session_for_run(&file, &root)?;
         let dir = dir.canonicalize().map_err(CliError::internal)?;
         let log = root.join(MCP_DIR).join(format!("{session}.run.log"));
