@@ -511,7 +511,12 @@ impl ServerHandler for Server {
             "wavecrew runs task graphs of coding agents in this project. `plan` checks a task \
              file, `start` runs it in the background, `status` follows it, `logs` shows a task's \
              output; `review` relays a person's approve/reject of a task awaiting review. Never \
-             approve on your own.",
+             approve on your own. A task file is TOML: `goal = \"…\"`, then `[[tasks]]` tables \
+             with `title`, optional `id`, `description`, `depends_on = [ids]`, `files`, \
+             `acceptance = [\"text\" or { criterion = \"…\", verify = [\"program\", \"arg\"] }]` \
+             (argv, never a shell string), `review = \"human\"`. Tasks of the default developer \
+             role have ids `IMPL-…` (leave `id` out and they are made); other ids need a role \
+             of your own (`[roles.<name>]` with `prefix` and `instructions`).",
         )
     }
 
