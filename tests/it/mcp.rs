@@ -215,6 +215,19 @@ fn an_mcp_client_plans_starts_follows_and_reviews_a_run() {
         v["errors"][0]["field"], "tasks[0].acceptance[0].verify",
         "{v}"
     );
+    // An id the developer's worker would refuse at run time is refused now.
+    let v = c.ok(
+        "plan",
+        &json!({"task_file": "goal = \"g\"\n[[tasks]]\nid = \"T1\"\ntitle = \"t\"\n"}),
+    );
+    assert_eq!(v["errors"][0]["field"], "tasks[0].id", "{v}");
+    assert!(
+        v["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("whose worker takes ids `IMPL-…` only"),
+        "{v}"
+    );
     // The good one, by its text and by its path: the waves and the critical path.
     let v = c.ok("plan", &json!({"task_file": TASKS}));
     assert_eq!(v["ok"], true, "{v}");
