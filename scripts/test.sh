@@ -31,7 +31,9 @@ done
 # WAVECREW_CACHE (default ~/.cache/wavecrew): $CACHE/py (a venv) and
 # $CACHE/node/node_modules (from the committed lockfile).
 export WAVECREW_CACHE="$CACHE"
-VALIDATION_PY_PINS="pytest==8.4.2 pytest-cov==6.3.0"
+# tests/it/mcp.rs drives `wavecrew mcp` with the official Python MCP SDK's
+# client (`mcp`), from the same venv.
+VALIDATION_PY_PINS="pytest==8.4.2 pytest-cov==6.3.0 mcp==2.3.0"
 if [ "$(cat "$CACHE/py/.wavecrew-pins" 2>/dev/null)" != "$VALIDATION_PY_PINS" ]; then
   step "installing $VALIDATION_PY_PINS into $CACHE/py"
   rm -rf "$CACHE/py"

@@ -128,7 +128,7 @@ pub(crate) fn has_record(p: &Project, kind: &str, task: &str) -> bool {
 }
 
 /// The processes whose command line mentions `needle`.
-fn processes_mentioning(needle: &str) -> Vec<String> {
+pub(crate) fn processes_mentioning(needle: &str) -> Vec<String> {
     let mut found = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         if e.file_name().to_string_lossy().parse::<u32>().is_err() {

@@ -284,15 +284,15 @@ fn malformed_task_files_name_the_file_line_and_field() {
     let cases: &[(&str, &str)] = &[
         (
             "a cycle",
-            "goal = \"g\"\n\n[[tasks]]\nid = \"A-1\"\ntitle = \"a\"\ndepends_on = [\"A-2\"]\n\n[[tasks]]\nid = \"A-2\"\ntitle = \"b\"\ndepends_on = [\"A-1\"]\n",
+            "goal = \"g\"\n\n[[tasks]]\nid = \"IMPL-1\"\ntitle = \"a\"\ndepends_on = [\"IMPL-2\"]\n\n[[tasks]]\nid = \"IMPL-2\"\ntitle = \"b\"\ndepends_on = [\"IMPL-1\"]\n",
         ),
         (
             "an unknown dependency",
-            "goal = \"g\"\n\n[[tasks]]\nid = \"A-1\"\ntitle = \"a\"\ndepends_on = [\"A-7\"]\n",
+            "goal = \"g\"\n\n[[tasks]]\nid = \"IMPL-1\"\ntitle = \"a\"\ndepends_on = [\"IMPL-7\"]\n",
         ),
         (
             "a missing field",
-            "goal = \"g\"\n\n[[tasks]]\nid = \"A-1\"\ndescription = \"no title\"\n",
+            "goal = \"g\"\n\n[[tasks]]\nid = \"IMPL-1\"\ndescription = \"no title\"\n",
         ),
         (
             "a bad id",
@@ -304,7 +304,7 @@ fn malformed_task_files_name_the_file_line_and_field() {
         ),
         (
             "an unknown key",
-            "goal = \"g\"\n\n[[tasks]]\ntitle = \"a\"\ndepend_on = [\"A-1\"]\n",
+            "goal = \"g\"\n\n[[tasks]]\ntitle = \"a\"\ndepend_on = [\"IMPL-1\"]\n",
         ),
         ("not TOML", "goal = \"g\n"),
     ];

@@ -14,6 +14,7 @@
 pub mod commands;
 pub mod executor;
 pub mod exit;
+pub mod mcp;
 pub mod output;
 pub mod planex;
 pub mod roadmap;
@@ -120,6 +121,10 @@ pub enum Command {
     Completions(commands::shell::CompletionsArgs),
     /// Print the man page (roff): `wavecrew man > wavecrew.1`.
     Man,
+    /// Serve this project's MCP server on stdio, or register it with an agent CLI (`mcp install --claude`).
+    Mcp(commands::mcp::McpArgs),
+    /// Write wavecrew.tasks.toml from a task list kept elsewhere: Task Master's tasks.json, maestro-flow's plan tasks.
+    Import(commands::import::ImportArgs),
     /// Print the JSON Schema of the task file, for editors: `wavecrew schema > wavecrew.tasks.schema.json`.
     Schema,
 }
@@ -179,6 +184,8 @@ pub fn wavecrew_main() -> ExitCode {
         Command::Approve(a) => commands::control::approve(&a),
         Command::Reject(a) => commands::control::reject(&a),
         Command::Config(c) => commands::config::run(&c, cli.config.as_deref()),
+        Command::Mcp(a) => commands::mcp::run(&a, cli.config.as_deref()),
+        Command::Import(a) => commands::import::run(&a),
     };
     finish(result)
 }

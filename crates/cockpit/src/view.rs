@@ -120,6 +120,45 @@ pub fn task_view(session_dir: &Path, id: &TaskId) -> Option<Value> {
     }))
 }
 
+/// The last `lines` lines of `path` (None when it cannot be read).
+fn tail_lines(path: &Path, lines: usize) -> Option<String> {
+    let text = text(path)?;
+    let all: Vec<&str> = text.lines().collect();
+    let skip = all.len().saturating_sub(lines);
+    Some(all[skip..].join("\n"))
+}
+
+/// The end of a task's agent output and its evidence, for `wavecrew mcp`'s
+/// `logs`: the task's state and result (the validation's evidence), and of
+/// its last attempt the last `lines` lines of the agent's stream
+/// (`stdout.log`) and of its stderr, with the attempt's `outcome.json`;
+/// then the end of the worker's log. None when the session has no such
+/// task.
+pub fn task_logs(session_dir: &Path, id: &TaskId, lines: usize) -> Option<Value> {
+    let task = FileTaskStore::for_session(session_dir).get(id).ok()?;
+    let layout = SessionLayout::new(session_dir);
+    let last = layout.attempt_numbers(id.as_str()).into_iter().max();
+    let attempt = last.map(|n| {
+        let a = layout.attempts(id.as_str()).join(n.to_string());
+        json!({
+            "attempt": n,
+            "folder": a,
+            "output": tail_lines(&a.join("stdout.log"), lines),
+            "stderr": tail_lines(&a.join("stderr.log"), lines),
+            "outcome": std::fs::read(a.join("outcome.json")).ok()
+                .and_then(|b| serde_json::from_slice::<Value>(&b).ok()),
+        })
+    });
+    Some(json!({
+        "task": id.as_str(),
+        "status": task.status,
+        "result": task.result,
+        "attempts": layout.attempt_numbers(id.as_str()).len(),
+        "last_attempt": attempt,
+        "worker_log": tail_lines(&layout.worker_log(id.as_str()), lines),
+    }))
+}
+
 /// A task's diff, as the page shows it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct TaskDiff {

@@ -38,6 +38,7 @@
 //! assert!(err.to_string().contains("field `tasks[0].acceptance[0].verify`"), "{err}");
 //! ```
 
+pub mod import;
 pub mod model;
 pub mod roles;
 mod session;
@@ -264,6 +265,30 @@ impl Checker<'_> {
                 );
             }
             task_roles.push(role);
+            if let (Some(id), Some(role)) = (&task.get_ref().id, role)
+                && role.prefix == roles::DEVELOPER_PREFIX
+                && !id
+                    .get_ref()
+                    .as_str()
+                    .strip_prefix(roles::DEVELOPER_PREFIX)
+                    .is_some_and(|rest| rest.starts_with('-'))
+            {
+                // The developer's worker (the executor) takes `IMPL-*`
+                // tasks only: any other id would be started and refused,
+                // until the run gives up on it.
+                self.problem(
+                    &id.span(),
+                    format!("tasks[{i}].id"),
+                    format!(
+                        "`{}` is a task of the `{}` role, whose worker takes ids `{p}-…` only: \
+                         name it `{p}-…` (or leave `id` out and one is made), or give it a role of \
+                         its own (`[roles.<name>]` with its `instructions`)",
+                        id.get_ref(),
+                        role.name,
+                        p = roles::DEVELOPER_PREFIX
+                    ),
+                );
+            }
             if let Some(id) = &task.get_ref().id {
                 if let Some(first) = taken.get(id.get_ref()) {
                     let first_line = line_col(self.text, file.tasks[*first].span().start).0;
@@ -627,8 +652,8 @@ mod tests {
     #[test]
     fn unknown_dependency_and_cycle_point_at_the_dependency() {
         let e = err(&format!(
-            "{HEAD}[[tasks]]\nid = \"A-1\"\ntitle = \"a\"\ndepends_on = [\"A-2\"]\n\
-             [[tasks]]\nid = \"A-2\"\ntitle = \"b\"\ndepends_on = [\"A-1\", \"A-9\"]\n"
+            "{HEAD}[[tasks]]\nid = \"IMPL-1\"\ntitle = \"a\"\ndepends_on = [\"IMPL-2\"]\n\
+             [[tasks]]\nid = \"IMPL-2\"\ntitle = \"b\"\ndepends_on = [\"IMPL-1\", \"IMPL-9\"]\n"
         ));
         let lines: Vec<&str> = e.lines().collect();
         assert_eq!(lines.len(), 2, "{e}");
@@ -638,19 +663,42 @@ mod tests {
         );
         assert!(lines[0].contains("cycle"), "{e}");
         assert!(
-            lines[1].starts_with("t.toml:10:22: field `tasks[1].depends_on[1]`:"),
+            lines[1].starts_with("t.toml:10:25: field `tasks[1].depends_on[1]`:"),
             "{e}"
         );
-        assert!(lines[1].contains("`A-9`"), "{e}");
+        assert!(lines[1].contains("`IMPL-9`"), "{e}");
+    }
+
+    #[test]
+    fn developer_tasks_take_impl_ids_and_other_ids_need_a_role_of_their_own() {
+        let e = err(&format!(
+            "{HEAD}[[tasks]]\nid = \"T1\"\ntitle = \"a\"\n[[tasks]]\nid = \"IMPLX-2\"\ntitle = \"b\"\n"
+        ));
+        assert!(
+            e.contains("t.toml:4:6: field `tasks[0].id`: `T1` is a task of the `developer` role"),
+            "{e}"
+        );
+        assert!(e.contains("field `tasks[1].id`: `IMPLX-2`"), "{e}");
+        let p = plan(
+            &format!(
+                "{HEAD}[roles.coder]\ninstructions = \"# Role: coder\"\n\
+             [[tasks]]\nid = \"T1\"\ntitle = \"a\"\nrole = \"coder\"\n\
+             [[tasks]]\nid = \"IMPL-7\"\ntitle = \"b\"\n"
+            ),
+            Path::new("t.toml"),
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(p.tasks.len(), 2);
     }
 
     #[test]
     fn duplicate_ids_and_unknown_roles() {
         let e = err(&format!(
-            "{HEAD}[[tasks]]\nid = \"A-1\"\ntitle = \"a\"\n[[tasks]]\nid = \"A-1\"\ntitle = \"b\"\nrole = \"poet\"\n"
+            "{HEAD}[[tasks]]\nid = \"IMPL-1\"\ntitle = \"a\"\n[[tasks]]\nid = \"IMPL-1\"\ntitle = \"b\"\nrole = \"poet\"\n"
         ));
         assert!(
-            e.contains("t.toml:7:6: field `tasks[1].id`: `A-1` is the id of another task"),
+            e.contains("t.toml:7:6: field `tasks[1].id`: `IMPL-1` is the id of another task"),
             "{e}"
         );
         assert!(

@@ -20,11 +20,15 @@ pub struct BuiltInRole {
 /// The default role of a task.
 pub const DEFAULT_ROLE: &str = "developer";
 
+/// The id prefix of the developer's tasks: its worker, the executor,
+/// takes `IMPL-*` tasks only.
+pub const DEVELOPER_PREFIX: &str = "IMPL";
+
 /// Every built-in role.
 pub const BUILT_IN: [BuiltInRole; 2] = [
     BuiltInRole {
         name: "developer",
-        prefix: "IMPL",
+        prefix: DEVELOPER_PREFIX,
         responsibility: "code-gen (code)",
         inner_loop: true,
         instructions: "# Role: developer\n\n\

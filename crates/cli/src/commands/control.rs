@@ -96,8 +96,39 @@ fn act(
     task: Option<&str>,
     json: bool,
 ) -> CmdResult {
-    let action = Action::parse(name, task).map_err(to_cli)?;
+    let action = action(name, task)?;
     run_action(session, root, &action, json)
+}
+
+/// The action `name` (`cancel`, `retry`, `approve`, …) on `task`: what
+/// `wavecrew <name> <session> <task>` asks for.
+pub fn action(name: &str, task: Option<&str>) -> Result<Action, CliError> {
+    Action::parse(name, task).map_err(to_cli)
+}
+
+/// `wavecrew reject`'s action: `task` sent back with `note` and the line
+/// comments (`FILE:LINE:TEXT` each).
+pub fn rejection(task: &str, note: Option<&str>, comments: &[String]) -> Result<Action, CliError> {
+    let Action::Reject { task, .. } = action("reject", Some(task))? else {
+        unreachable!("parse(\"reject\") is a rejection")
+    };
+    let comments = comments
+        .iter()
+        .map(|c| line_comment(c))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Action::Reject {
+        task,
+        note: note.unwrap_or_default().to_owned(),
+        comments,
+    })
+}
+
+/// Apply `action` to the session folder `dir`, as the command line does.
+pub fn apply(
+    dir: &std::path::Path,
+    action: &Action,
+) -> Result<wavecrew_cockpit::Applied, CliError> {
+    wavecrew_cockpit::apply(dir, action).map_err(to_cli)
 }
 
 fn run_action(
@@ -107,7 +138,7 @@ fn run_action(
     json: bool,
 ) -> CmdResult {
     let dir = super::ui::existing_session(session, root)?;
-    let done = wavecrew_cockpit::apply(&dir, action).map_err(to_cli)?;
+    let done = apply(&dir, action)?;
     if json {
         output::json_of(&done);
     } else {
@@ -143,19 +174,6 @@ pub fn approve(a: &TaskArgs) -> CmdResult {
 
 /// `wavecrew reject`.
 pub fn reject(a: &RejectArgs) -> CmdResult {
-    let Action::Reject { task, .. } = Action::parse("reject", Some(&a.task)).map_err(to_cli)?
-    else {
-        unreachable!("parse(\"reject\") is a rejection")
-    };
-    let comments = a
-        .comments
-        .iter()
-        .map(|c| line_comment(c))
-        .collect::<Result<Vec<_>, _>>()?;
-    let action = Action::Reject {
-        task,
-        note: a.note.clone().unwrap_or_default(),
-        comments,
-    };
+    let action = rejection(&a.task, a.note.as_deref(), &a.comments)?;
     run_action(&a.session, &a.root, &action, a.json)
 }

@@ -8,7 +8,7 @@
 //! with exit 2, since their input cannot be scheduled.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::Value;
@@ -206,19 +206,7 @@ fn waves(args: &PlanArgs) -> CmdResult {
         .collect();
     if args.json {
         // Written straight from the graph (no intermediate JSON value).
-        output::json_of(&WavesJson {
-            waves: &waves.waves,
-            critical_path: &critical.path,
-            critical_path_seconds: critical.total,
-            tasks: dag.len(),
-            pending: dag.pending_len(),
-            completed: &completed,
-            forced: &waves.forced,
-            source: SourceJson {
-                kind: loaded.kind.as_str(),
-                path: &loaded.path,
-            },
-        });
+        output::json_of(&waves_json(&loaded, &dag, &waves, &critical, &completed));
         // The process ends here: the OS takes the memory back faster than
         // freeing a few hundred thousand tasks one by one.
         std::mem::forget(completed);
@@ -246,6 +234,92 @@ fn waves(args: &PlanArgs) -> CmdResult {
         waves.len()
     ));
     Ok(Exit::Success)
+}
+
+/// The object of `wavecrew plan waves --json`.
+fn waves_json<'a>(
+    loaded: &'a LoadedTasks,
+    dag: &Dag,
+    waves: &'a wavecrew_scheduler::Waves,
+    critical: &'a wavecrew_scheduler::CriticalPath,
+    completed: &'a [&'a str],
+) -> WavesJson<'a> {
+    WavesJson {
+        waves: &waves.waves,
+        critical_path: &critical.path,
+        critical_path_seconds: critical.total,
+        tasks: dag.len(),
+        pending: dag.pending_len(),
+        completed,
+        forced: &waves.forced,
+        source: SourceJson {
+            kind: loaded.kind.as_str(),
+            path: &loaded.path,
+        },
+    }
+}
+
+/// A task file's text checked as `wavecrew plan waves --json` checks the
+/// file (`path` names it in messages; `root` is the project): `ok` with
+/// the waves and the critical path (the object `plan waves --json`
+/// prints), or `ok: false` with every problem by line and field. The MCP
+/// server's `plan` tool is this function.
+pub fn explain_task_text(text: &str, path: &Path, root: &Path) -> Result<Value, CliError> {
+    let plan = match wavecrew_taskfile::plan(text, path, root) {
+        Ok(plan) => plan,
+        Err(wavecrew_taskfile::TaskFileError::Invalid { path, problems }) => {
+            let errors: Vec<Value> = problems
+                .iter()
+                .map(|p| {
+                    serde_json::json!({
+                        "line": p.line,
+                        "column": p.column,
+                        "field": p.field,
+                        "message": p.message,
+                    })
+                })
+                .collect();
+            return Ok(serde_json::json!({ "ok": false, "file": path, "errors": errors }));
+        }
+        Err(e) if e.is_bad_input() => return Err(CliError::bad_input(e)),
+        Err(e) => return Err(CliError::internal(e)),
+    };
+    let session = plan.session_id.as_str().to_owned();
+    let loaded = super::tasks::loaded_of(path, plan);
+    let dag = match build_loaded(&loaded, CyclePolicy::Abort) {
+        Ok(dag) => dag,
+        Err(e) => {
+            // The task file's own check found the cycles already; this is
+            // what is left (the same problems `plan check --json` lists).
+            let report = CheckReport::from_build(&Err(e));
+            let errors: Vec<Value> = report
+                .errors
+                .iter()
+                .map(|p| {
+                    serde_json::json!({
+                        "field": "tasks",
+                        "kind": p.kind(),
+                        "message": p.message(),
+                    })
+                })
+                .collect();
+            return Ok(serde_json::json!({ "ok": false, "file": path, "errors": errors }));
+        }
+    };
+    let waves = dag.waves();
+    let critical = dag.critical_path();
+    let completed: Vec<&str> = dag
+        .nodes()
+        .filter(|n| n.done)
+        .map(|n| n.id.as_str())
+        .collect();
+    let mut v = serde_json::to_value(waves_json(&loaded, &dag, &waves, &critical, &completed))
+        .map_err(CliError::internal)?;
+    if let Value::Object(map) = &mut v {
+        map.insert("ok".into(), Value::Bool(true));
+        map.insert("session".into(), Value::String(session));
+    }
+    Ok(v)
 }
 
 fn graph(args: &GraphArgs) -> CmdResult {

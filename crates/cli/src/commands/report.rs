@@ -9,6 +9,10 @@ use clap::Args;
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
 
+/// How many of the last bus records `status` shows by default (the MCP
+/// server's `status` too).
+pub const DEFAULT_LAST: usize = 10;
+
 /// `wavecrew report` arguments.
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -31,11 +35,19 @@ pub struct StatusArgs {
     #[arg(long)]
     pub watch: bool,
     /// How many of the last bus records to show.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = DEFAULT_LAST)]
     pub last: usize,
 }
 
-fn session_dir(path: &std::path::Path) -> Result<PathBuf, CliError> {
+/// What `wavecrew status <dir> --json --last <last>` prints.
+pub fn status_value(dir: &std::path::Path, last: usize) -> Result<serde_json::Value, CliError> {
+    let run = wavecrew_report::collect(dir).map_err(CliError::internal)?;
+    Ok(wavecrew_report::status::status_json(&run, last))
+}
+
+/// The session folder `path` names, canonical; refused (exit 2) when it
+/// is not one.
+pub fn session_dir(path: &std::path::Path) -> Result<PathBuf, CliError> {
     if !wavecrew_core::SessionLayout::new(path).looks_like_session() {
         return Err(CliError::bad_input(anyhow::anyhow!(
             "{}: not a session folder (no tasks/ and no team-session.json)",

@@ -89,7 +89,13 @@ pub fn session_for_run(input: &Path, root: &Path) -> Result<PathBuf, CliError> {
 /// A task file as the input of `wavecrew plan`.
 pub fn load_for_plan(file: &Path) -> Result<LoadedTasks, CliError> {
     let plan = read(file, Path::new("."))?;
-    Ok(LoadedTasks {
+    Ok(loaded_of(file, plan))
+}
+
+/// A checked task file as the tasks `wavecrew plan` schedules; `file` is
+/// where it came from.
+pub fn loaded_of(file: &Path, plan: SessionPlan) -> LoadedTasks {
+    LoadedTasks {
         path: file.to_owned(),
         kind: SourceKind::TaskFile,
         tasks: plan.tasks,
@@ -97,7 +103,7 @@ pub fn load_for_plan(file: &Path) -> Result<LoadedTasks, CliError> {
         plan_path: None,
         completed: Vec::new(),
         warnings: Vec::new(),
-    })
+    }
 }
 
 /// What `wavecrew run` does once the pipeline ended: the `--json` object,
