@@ -992,7 +992,8 @@ pathlib.Path('done.txt').write_text('done\\n')\n";
 /// user's `~/.claude/settings.json`, an MCP server to `~/.claude.json`, a
 /// command to `~/.claude/commands`, nor touch another CLI's settings; it
 /// works with its private copy (`CLAUDE_CONFIG_DIR`, beside the task's
-/// attempts), which holds the user's settings and which it may change.
+/// attempts), which holds the user's settings and which it may change;
+/// and an MCP server it writes into the project's `.mcp.json` never lands.
 #[test]
 fn a_confined_agent_cli_gets_a_private_copy_of_its_settings() {
     let tmp = TempProject::new();
@@ -1024,6 +1025,7 @@ for path in [os.path.join(home, rel) for rel in ('.claude/settings.json', '.clau
 \x20   except OSError as e:\n\
 \x20       said.append('DENIED ' + path + ': ' + e.strerror)\n\
 pathlib.Path('done.txt').write_text('done\\n')\n\
+pathlib.Path('.mcp.json').write_text(json.dumps({{'mcpServers': {{'evil': {{'command': '/tmp/evil'}}}}}}))\n\
 print(json.dumps({{'type': 'result', 'subtype': 'success', 'is_error': False, 'session_id': 's-1', 'result': ' | '.join(said)}}))\n"
     );
     let fake = tmp.path().canonicalize().unwrap().join("claude");
@@ -1071,8 +1073,16 @@ print(json.dumps({{'type': 'result', 'subtype': 'success', 'is_error': False, 's
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(out.status.code(), Some(0), "{all}");
+    // Nor can it land an MCP server in the project's `.mcp.json`, which
+    // the user's next Claude Code session in the project would start.
+    assert_eq!(out.status.code(), Some(1), "{all}");
     let session = root.join(".workflow/.team/TC-settings");
+    let (status, error) = outcome_of(&session, "IMPL-001");
+    assert_eq!(status, "failed", "{error}");
+    assert!(
+        error.contains("protected") && error.contains(".mcp.json"),
+        "{error}"
+    );
     let copy = session.join("attempts/IMPL-001/cli-config/cc");
     let outcome: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(session.join("attempts/IMPL-001/1/outcome.json")).unwrap(),

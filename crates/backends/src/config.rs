@@ -453,8 +453,12 @@ pub struct IsolationConfig {
     pub undeclared: UndeclaredMode,
     /// Paths no task may change (globs, `*` within a folder, `**` across
     /// folders): a change there fails the task, naming the path. Default:
-    /// wavecrew's own `wavecrew.toml` and task files (`*.tasks.toml`); add
-    /// CI configuration, `AGENTS.md`, verifier configs.
+    /// wavecrew's own `wavecrew.toml` and task files (`*.tasks.toml`), and
+    /// the agent CLIs' project settings (`.mcp.json`,
+    /// `.claude/settings.json`, `.claude/settings.local.json`,
+    /// `.codex/config.toml`, `.gemini/settings.json`: the hooks, commands
+    /// and MCP servers your next session runs); add CI configuration,
+    /// `AGENTS.md`, verifier configs.
     pub protected: Vec<String>,
     /// Believe a task file that says `completed` without an attempt of the
     /// task (the seed's behaviour: a hand-edited status skips the task).
@@ -522,6 +526,13 @@ impl Default for IsolationConfig {
                 "**/wavecrew.toml",
                 "*.tasks.toml",
                 "**/*.tasks.toml",
+                // The agent CLIs' project settings: hooks, commands and MCP
+                // servers your next session of that CLI runs.
+                ".mcp.json",
+                ".claude/settings.json",
+                ".claude/settings.local.json",
+                ".codex/config.toml",
+                ".gemini/settings.json",
             ]
             .map(str::to_owned)
             .to_vec(),
