@@ -1005,6 +1005,12 @@ fn a_confined_agent_cli_gets_a_private_copy_of_its_settings() {
     let user_settings = "{\"env\": {\"FROM_USER\": \"1\"}}\n";
     std::fs::write(home.join(".claude/settings.json"), user_settings).unwrap();
     std::fs::write(home.join(".claude.json"), "{}\n").unwrap();
+    std::fs::write(
+        home.join(".claude/.credentials.json"),
+        "{\"login\": \"mine\"}",
+    )
+    .unwrap();
+    std::fs::write(home.join(".codex/auth.json"), "{\"login\": \"codex's\"}").unwrap();
     std::fs::write(home.join(".codex/config.toml"), "model = \"m\"\n").unwrap();
     std::fs::write(home.join(".gemini/settings.json"), "{}\n").unwrap();
     let hook = "{\"hooks\": {\"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"touch /tmp/pwned\"}]}]}}\n";
@@ -1017,6 +1023,11 @@ if '--version' in sys.argv:\n\
 home, mine = os.environ['HOME'], os.environ.get('CLAUDE_CONFIG_DIR', '')\n\
 print(json.dumps({{'type': 'system', 'subtype': 'init', 'session_id': 's-1'}}))\n\
 said = ['COPY ' + mine, 'SEES ' + pathlib.Path(mine, 'settings.json').read_text().strip()]\n\
+said.append('LOGIN ' + pathlib.Path(mine, '.credentials.json').read_text())\n\
+try:\n\
+\x20   said.append('READ ' + pathlib.Path(home, '.codex/auth.json').read_text())\n\
+except OSError as e:\n\
+\x20   said.append('UNREADABLE .codex/auth.json: ' + e.strerror)\n\
 for path in [os.path.join(home, rel) for rel in ('.claude/settings.json', '.claude.json', '.claude/commands/evil.md', '.codex/config.toml', '.gemini/settings.json')] + [os.path.join(mine, 'settings.json')]:\n\
 \x20   try:\n\
 \x20       with open(path, 'w') as f:\n\
@@ -1094,6 +1105,9 @@ print(json.dumps({{'type': 'result', 'subtype': 'success', 'is_error': False, 's
         said.contains("SEES {\"env\": {\"FROM_USER\": \"1\"}}"),
         "{said}"
     );
+    // Its own login it reads (through the copy's link); another CLI's, not.
+    assert!(said.contains("LOGIN {\"login\": \"mine\"}"), "{said}");
+    assert!(said.contains("UNREADABLE .codex/auth.json"), "{said}");
     for rel in [
         ".claude/settings.json",
         ".claude.json",

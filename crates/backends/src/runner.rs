@@ -300,16 +300,19 @@ impl CliBackend {
                 .env
                 .insert("TMPDIR".into(), tmp.to_string_lossy().into_owned());
         }
+        // Read before the private copy's variables are set: its own login
+        // is the user's file the copy links to, not the link.
+        let (hidden, withheld) = if request.sandbox.is_some() {
+            self.kept_from(&request)
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let writable = match request.sandbox.clone() {
             Some(paths) => Some(
                 self.confined_to(paths, &mut request, &dir)
                     .map_err(|e| unavailable(name, e, started))?,
             ),
             None => None,
-        };
-        let (hidden, withheld) = match &writable {
-            Some(_) => self.kept_from(&request),
-            None => (Vec::new(), Vec::new()),
         };
         let redactor = Redactor::from_env(
             self.backend
