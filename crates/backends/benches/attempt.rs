@@ -8,6 +8,10 @@
 //! * `attempt_plain_dir`: a whole [`CliBackend`] attempt outside git
 //!   (prompt, argv and outcome files, redaction);
 //! * `attempt_git_repo`: the same in a git work tree (two `git status`);
+//! * `attempt_boxed`: `attempt_plain_dir` with the whole box of the
+//!   default mode (the write rules, the credential files of a home with
+//!   90 entries hidden, the scopes, the withheld variables), against
+//!   `sandbox = "off"`;
 //! * `governor_admit_release`: what the governor adds to every attempt —
 //!   one admission and one release through `governor.json` (two locked,
 //!   fsynced rewrites);
@@ -69,6 +73,26 @@ fn bench(c: &mut Criterion) {
     g.bench_function("attempt_plain_dir", |b| {
         let req = request(plain.path(), &out.path().join("a"));
         b.iter(|| rt.block_on(backend.run(&req)));
+    });
+    let boxed_session = tempfile::tempdir().unwrap();
+    let boxed_backend = CliBackend::configured(config.backend("noop").unwrap(), &config);
+    g.bench_function("attempt_boxed", |b| {
+        // A home as people have one: credential folders to hide among
+        // the rest (every other entry is a read rule).
+        let home = boxed_session.path().join("home");
+        for rel in [".ssh", ".aws", ".gnupg", ".config/gh", ".kube", ".docker"] {
+            std::fs::create_dir_all(home.join(rel)).unwrap();
+        }
+        for i in 0..40 {
+            std::fs::create_dir_all(home.join(format!("project-{i}"))).unwrap();
+            std::fs::create_dir_all(home.join(format!(".config/tool-{i}"))).unwrap();
+        }
+        let mut req = request(plain.path(), &out.path().join("boxed"));
+        req.env.insert("HOME".into(), home.display().to_string());
+        req.sandbox =
+            wavecrew_backends::confine::writable(&config, plain.path(), None, boxed_session.path());
+        assert!(req.sandbox.is_some(), "the default mode confines");
+        b.iter(|| rt.block_on(boxed_backend.run(&req)));
     });
     let repo = tempfile::tempdir().unwrap();
     wavecrew_testkit::git::git_ok(repo.path(), &["init", "-q"]);
