@@ -425,10 +425,13 @@ pub struct IsolationConfig {
     /// the result says so).
     pub seed_max_mb: u64,
     /// `auto` (default): where the kernel has Landlock, an agent's process
-    /// tree may write only its worktree, its temporary folder, the
-    /// session's `artifacts/`, the git metadata its commits need, its
-    /// backend's own folders and [`IsolationConfig::sandbox_writable`];
-    /// `off`: anywhere the user may (see `crate::confine`).
+    /// tree (and the checks on its work) may write only its worktree, its
+    /// temporary folder, the session's `artifacts/`, the git metadata its
+    /// commits need, its CLI's private copy of its configuration and
+    /// [`IsolationConfig::sandbox_writable`], may not read the credential
+    /// files, and keeps its signals inside; `required`: the same, or no
+    /// run at all where the kernel cannot; `off`: anywhere the user may
+    /// (see `crate::confine`).
     pub sandbox: SandboxMode,
     /// More places agents may write (`~` is their home): the caches real
     /// builds fill, where they hold data and never code or configuration
