@@ -41,16 +41,17 @@ pub enum Support {
 }
 
 impl Support {
-    /// What a confined agent is kept from, in words, for the run's note.
+    /// What confined agents are kept from, in words that follow "agents
+    /// are kept from", for the run's note.
     pub fn describe(&self) -> String {
         match self {
-            Support::Enforced { scoped: true } => "writes outside its worktree, signals to \
-                processes outside its own tree and abstract unix sockets made outside it \
-                (Landlock)"
+            Support::Enforced { scoped: true } => "writing outside their worktree, reading your \
+                credentials, signalling processes outside their own tree and connecting to \
+                abstract unix sockets made outside it (Landlock)"
                 .to_owned(),
-            Support::Enforced { scoped: false } => "writes outside its worktree (Landlock); \
-                signals and abstract unix sockets are not scoped on this kernel (Landlock ABI 6, \
-                Linux 6.12, is needed)"
+            Support::Enforced { scoped: false } => "writing outside their worktree and reading \
+                your credentials (Landlock); signals and abstract unix sockets are not scoped on \
+                this kernel (Landlock ABI 6, Linux 6.12, is needed)"
                 .to_owned(),
             Support::Unavailable(why) => format!("nothing (Landlock: {why})"),
         }

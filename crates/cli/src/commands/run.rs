@@ -141,6 +141,9 @@ pub fn prepare(opened: &mut OpenSession) -> Result<(), CliError> {
             ),
             wavecrew_sys::sandbox::Support::Enforced { scoped: true } => None,
         };
+        if missing.is_none() {
+            say_layers();
+        }
         if let Some(missing) = missing {
             return Err(CliError::bad_input(anyhow::anyhow!(
                 "[isolation] sandbox = \"required\" (wavecrew.toml): {missing}; no task was \
@@ -159,10 +162,19 @@ pub fn prepare(opened: &mut OpenSession) -> Result<(), CliError> {
             scopes @ wavecrew_sys::sandbox::Support::Enforced { scoped: false } => {
                 output::warning(&format!("agents are kept from {}", scopes.describe()));
             }
-            wavecrew_sys::sandbox::Support::Enforced { scoped: true } => {}
+            wavecrew_sys::sandbox::Support::Enforced { scoped: true } => say_layers(),
         }
     }
     Ok(())
+}
+
+/// Say once, at the start of a run, which layers of the agents' box are
+/// on (all of this kernel's).
+fn say_layers() {
+    output::progress(&format!(
+        "agents are kept from {}; the network is not restricted",
+        wavecrew_sys::sandbox::support().describe()
+    ));
 }
 
 /// Run the session at `session` in the foreground until its pipeline ends,
