@@ -497,6 +497,36 @@ fn run_with_tools(root: &Path, tools: &Path, args: &[&str]) -> (i32, String) {
     )
 }
 
+/// `wavecrew <args>` in `root` as a user whose home is `home` (`env`
+/// besides; the CLIs' own folder variables of this environment removed, so
+/// they are found under that home), stdin closed: its exit code and
+/// output.
+fn run_as_user_of(
+    home: &Path,
+    root: &Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Option<i32>, String) {
+    let out = std::process::Command::new(wavecrew_testkit::bin_path("wavecrew"))
+        .args(args)
+        .current_dir(root)
+        .env("HOME", home)
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .env_remove("CODEX_HOME")
+        .env_remove("GEMINI_CLI_HOME")
+        .envs(env.iter().copied())
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), all)
+}
+
 /// The status and error of `id` in the session at `session`.
 fn outcome_of(session: &Path, id: &str) -> (String, String) {
     let store = wavecrew_core::FileTaskStore::for_session(session);
@@ -955,20 +985,8 @@ pathlib.Path('done.txt').write_text('done\\n')\n";
         &[],
         "",
     );
-    let out = std::process::Command::new(wavecrew_testkit::bin_path("wavecrew"))
-        .args(["run", "wavecrew.tasks.toml"])
-        .current_dir(&root)
-        .env("HOME", &home)
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(out.status.code(), Some(0), "{all}");
+    let (code, all) = run_as_user_of(&home, &root, &["run", "wavecrew.tasks.toml"], &[]);
+    assert_eq!(code, Some(0), "{all}");
     let said = stdout_of(&root.join(".workflow/.team/TC-caches"), "IMPL-001");
     assert!(said.contains("WROTE .cargo/registry/note.txt"), "{said}");
     for rel in [
@@ -1070,23 +1088,10 @@ print(json.dumps({{'type': 'result', 'subtype': 'success', 'is_error': False, 's
     git(&root, &["init", "-q", "-b", "main"]);
     git(&root, &["add", "."]);
     git(&root, &["commit", "-qm", "start"]);
-    let out = std::process::Command::new(wavecrew_testkit::bin_path("wavecrew"))
-        .args(["run", "wavecrew.tasks.toml"])
-        .current_dir(&root)
-        .env("HOME", &home)
-        .env_remove("CLAUDE_CONFIG_DIR")
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (code, all) = run_as_user_of(&home, &root, &["run", "wavecrew.tasks.toml"], &[]);
     // Nor can it land an MCP server in the project's `.mcp.json`, which
     // the user's next Claude Code session in the project would start.
-    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert_eq!(code, Some(1), "{all}");
     let session = root.join(".workflow/.team/TC-settings");
     let (status, error) = outcome_of(&session, "IMPL-001");
     assert_eq!(status, "failed", "{error}");
@@ -1306,18 +1311,11 @@ print(task + ': ' + ' | '.join(said))
         "",
     );
     git(&root, &["config", "extensions.worktreeConfig", "true"]);
-    let out = std::process::Command::new(wavecrew_testkit::bin_path("wavecrew"))
-        .args(["run", "wavecrew.tasks.toml", "--max-parallel", "4"])
-        .current_dir(&root)
-        .env("HOME", &home)
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let (_, all) = run_as_user_of(
+        &home,
+        &root,
+        &["run", "wavecrew.tasks.toml", "--max-parallel", "4"],
+        &[],
     );
     assert!(!marker.exists(), "a driver the agent defined ran: {all}");
     let session = root.join(".workflow/.team/TC-drivers");
@@ -1420,24 +1418,18 @@ print(' | '.join(said))
         &args,
         "\n[isolation]\npass_env = [\"ALLOWED_TOKEN\"]\n",
     );
-    let out = std::process::Command::new(wavecrew_testkit::bin_path("wavecrew"))
-        .args(["run", "wavecrew.tasks.toml"])
-        .current_dir(&root)
-        .env("HOME", &home)
-        .env("AWS_SECRET_ACCESS_KEY", "SECRET-aws-env")
-        .env("GITHUB_TOKEN", "SECRET-gh-env")
-        .env("SSH_AUTH_SOCK", "/tmp/SECRET-agent.sock")
-        .env("ALLOWED_TOKEN", "passed-on")
-        .env("NO_COLOR", "1")
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let all = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let (code, all) = run_as_user_of(
+        &home,
+        &root,
+        &["run", "wavecrew.tasks.toml"],
+        &[
+            ("AWS_SECRET_ACCESS_KEY", "SECRET-aws-env"),
+            ("GITHUB_TOKEN", "SECRET-gh-env"),
+            ("SSH_AUTH_SOCK", "/tmp/SECRET-agent.sock"),
+            ("ALLOWED_TOKEN", "passed-on"),
+        ],
     );
-    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(code, Some(0), "{all}");
     let said = stdout_of(&root.join(".workflow/.team/TC-secrets"), "IMPL-001");
     for rel in secrets {
         assert!(said.contains(&format!("DENIED {rel}")), "{rel}: {said}");

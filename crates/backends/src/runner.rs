@@ -377,13 +377,20 @@ impl CliBackend {
         })
     }
 
+    /// The variables the agent gets besides wavecrew's own: its backend's
+    /// configured ones, then the attempt's.
+    fn agent_env(&self, request: &AttemptRequest) -> std::collections::BTreeMap<String, String> {
+        let mut env = self.backend.spec.env.clone();
+        env.extend(request.env.clone());
+        env
+    }
+
     /// What a confined agent is kept from: the credential files it may
     /// not read (all but its own backend's login) and the variables of
     /// wavecrew's environment it does not get
     /// ([`crate::confine::withheld_env`]).
     fn kept_from(&self, request: &AttemptRequest) -> (Vec<PathBuf>, Vec<String>) {
-        let mut agent_env = self.backend.spec.env.clone();
-        agent_env.extend(request.env.clone());
+        let agent_env = self.agent_env(request);
         let env = |k: &str| agent_env.get(k).cloned();
         let home = crate::confine::home_dir(env("HOME").as_deref());
         let kind = self.backend.kind;
@@ -419,8 +426,7 @@ impl CliBackend {
         request: &mut AttemptRequest,
         dir: &Path,
     ) -> Result<Vec<PathBuf>, String> {
-        let mut agent_env = self.backend.spec.env.clone();
-        agent_env.extend(request.env.clone());
+        let agent_env = self.agent_env(request);
         let env = |k: &str| agent_env.get(k).cloned();
         let home = crate::confine::home_dir(env("HOME").as_deref());
         let kind = self.backend.kind;

@@ -463,10 +463,11 @@ mod tests {
         std::fs::create_dir_all(&outdir).unwrap();
         let out = outdir.join("said");
         let mut cmd = tokio::process::Command::new("sh");
-        cmd.args(["-c", &format!("({script}) > {}", out.display())])
-            .current_dir(&home);
+        cmd.args(["-c", script])
+            .current_dir(&home)
+            .stdout(std::fs::File::create(&out).unwrap());
         let handle = tokio::runtime::Handle::current();
-        let writable = [outdir.clone(), PathBuf::from("/dev")];
+        let writable = [PathBuf::from("/dev")];
         let (child, _) = spawn_confined_hiding(&writable, &hidden, || {
             let _entered = handle.enter();
             cmd.spawn()
