@@ -13,6 +13,12 @@ export PATH="$CACHE/cargo/bin:$PATH"
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
+# A clean clone builds everything once: incremental state would only fill the disk
+# (gigabytes of it) and slow the build down.
+if [ -n "${CI:-}" ]; then
+  export CARGO_INCREMENTAL=0
+fi
+
 if ! cargo nextest --version >/dev/null 2>&1; then
   step "installing cargo-nextest into $CACHE/cargo"
   cargo install --locked --root "$CACHE/cargo" cargo-nextest
