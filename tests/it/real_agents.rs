@@ -279,6 +279,34 @@ impl World {
             .collect();
         got.sort();
         assert_eq!(got, finals, "{}", story());
+        // Confined in the default mode, each agent had a network of its
+        // own and reached its mock model server through wavecrew's egress
+        // proxy (its base URL on 127.0.0.1 allowed by configuration), and
+        // nothing else.
+        let mock = self
+            .mock
+            .base_url()
+            .trim_start_matches("http://")
+            .to_owned();
+        for (dir, _, outcome) in self.attempts(session) {
+            let network = &outcome["network"];
+            assert_eq!(network["mode"], "allowlist", "{}\n{}", dir.display(), story());
+            assert_eq!(
+                network["reached"],
+                json!([mock]),
+                "{}: {network}\n{}",
+                dir.display(),
+                story()
+            );
+            // What the CLI asks for besides its model (Codex's analytics
+            // and update checks) is refused and named.
+            let refused = network["refused"].as_array().cloned().unwrap_or_default();
+            assert!(
+                refused.iter().all(|r| r.as_str().is_some_and(|r| !r.starts_with(&mock))),
+                "{}: {network}",
+                dir.display()
+            );
+        }
     }
 }
 

@@ -45,6 +45,7 @@ fn request(cwd: &Path, out: &Path) -> AttemptRequest {
         resume_session: None,
         env: std::collections::BTreeMap::new(),
         sandbox: None,
+        allow_hosts: Vec::new(),
     }
 }
 

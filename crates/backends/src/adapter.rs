@@ -300,6 +300,7 @@ pub fn build(backend: &ResolvedBackend, request: &AttemptRequest) -> Invocation 
         writable: None,
         hidden: Vec::new(),
         required: false,
+        network: crate::supervise::AgentNetwork::Open,
     };
     spawn.env.extend(request.env.clone());
     Invocation {

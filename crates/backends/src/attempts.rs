@@ -141,6 +141,9 @@ pub struct TaskAttempts<'a> {
     pub prompt: &'a (dyn Fn(u32, Option<&str>) -> String + Sync),
     /// Called for every event.
     pub on_event: &'a (dyn Fn(&AttemptEvent) + Sync),
+    /// Hosts the task's agent may reach besides its backend's and
+    /// `[isolation] allow_hosts` (see [`AttemptRequest::allow_hosts`]).
+    pub allow_hosts: &'a [String],
 }
 
 /// The attempts folder of a task.
@@ -366,6 +369,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 resume_session: resume_session.clone(),
                 env: std::collections::BTreeMap::new(),
                 sandbox: crate::confine::writable(config, spec.cwd, spec.git, spec.session_dir),
+                allow_hosts: spec.allow_hosts.to_vec(),
             };
             (spec.on_event)(&AttemptEvent::Started {
                 attempt: attempt_no,

@@ -450,6 +450,17 @@ pub struct IsolationConfig {
     /// credential (by default, only its backend's own login and what its
     /// configuration sets are passed on).
     pub pass_env: Vec<String>,
+    /// A confined agent's network: `allowlist` (default: a network of its
+    /// own whose only way out is wavecrew's egress proxy, which lets
+    /// through its backend's model API, the base URLs its configuration
+    /// sets and [`IsolationConfig::allow_hosts`]), `none` (nothing out) or
+    /// `open` (the machine's network, as before).
+    pub network: NetworkMode,
+    /// More hosts every confined agent may reach through the proxy:
+    /// `registry.npmjs.org`, `*.crates.io`, `127.0.0.1:8080` (an IP
+    /// literal only when listed; no port: any port). A task adds its own
+    /// in its metadata's `allow_hosts`.
+    pub allow_hosts: Vec<String>,
     /// Changes outside a task's declared `files`: `warn` (default: listed
     /// in its result and on the bus) or `fail` (the task fails, naming
     /// them).
@@ -492,6 +503,31 @@ pub enum SetupAgain {
     Always,
 }
 
+/// `[isolation] network`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkMode {
+    /// A network of its own, out only through the egress proxy to the
+    /// hosts allowed.
+    #[default]
+    Allowlist,
+    /// A network of its own with nothing out.
+    None,
+    /// The machine's network.
+    Open,
+}
+
+impl NetworkMode {
+    /// The name in `wavecrew.toml`.
+    pub fn name(self) -> &'static str {
+        match self {
+            NetworkMode::Allowlist => "allowlist",
+            NetworkMode::None => "none",
+            NetworkMode::Open => "open",
+        }
+    }
+}
+
 /// `[isolation] sandbox`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -521,6 +557,8 @@ impl Default for IsolationConfig {
             sandbox_writable: DATA_CACHES.iter().map(|p| (*p).to_owned()).collect(),
             deny_read: Vec::new(),
             pass_env: Vec::new(),
+            network: NetworkMode::default(),
+            allow_hosts: Vec::new(),
             undeclared: UndeclaredMode::default(),
             setup_again: SetupAgain::default(),
             trust_task_files: false,
@@ -845,6 +883,11 @@ impl Config {
                 "limits.syntax_check_secs".into(),
                 "expected at least 1".into(),
             ));
+        }
+        for (i, host) in self.isolation.allow_hosts.iter().enumerate() {
+            if let Err(e) = crate::egress::AllowList::parse(std::slice::from_ref(host)) {
+                return Err(invalid(format!("isolation.allow_hosts[{i}]"), e));
+            }
         }
         for (i, glob) in self.isolation.protected.iter().enumerate() {
             if let Err(e) = globset::Glob::new(glob) {

@@ -37,6 +37,7 @@ pub mod adapter;
 pub mod attempts;
 pub mod config;
 pub mod confine;
+pub mod egress;
 pub mod events;
 pub mod gitdiff;
 pub mod governor;

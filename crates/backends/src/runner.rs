@@ -55,6 +55,9 @@ pub struct CliBackend {
     deny_read: Vec<String>,
     pass_env: Vec<String>,
     sandbox_required: bool,
+    /// `[isolation] network` and `allow_hosts`: a confined agent's network.
+    network: crate::config::NetworkMode,
+    allow_hosts: Vec<String>,
     ignored: Vec<PathBuf>,
     governor: Option<crate::governor::Governor>,
     leak_timeout: Duration,
@@ -151,6 +154,8 @@ impl CliBackend {
             deny_read: Vec::new(),
             pass_env: Vec::new(),
             sandbox_required: false,
+            network: crate::config::NetworkMode::Open,
+            allow_hosts: Vec::new(),
             ignored: Vec::new(),
             governor: None,
             leak_timeout: DEFAULT_LEAK_TIMEOUT,
@@ -176,6 +181,10 @@ impl CliBackend {
         configured.pass_env.clone_from(&config.isolation.pass_env);
         configured.sandbox_required =
             config.isolation.sandbox == crate::config::SandboxMode::Required;
+        configured.network = config.isolation.network;
+        configured
+            .allow_hosts
+            .clone_from(&config.isolation.allow_hosts);
         configured
     }
 
@@ -329,6 +338,11 @@ impl CliBackend {
         invocation.spawn.hidden = hidden;
         invocation.spawn.required = self.sandbox_required;
         invocation.spawn.env_remove.extend(withheld);
+        if invocation.spawn.writable.is_some() {
+            invocation.spawn.network = self
+                .agent_network(&request, &invocation.spawn)
+                .map_err(|e| unavailable(name, e, started))?;
+        }
         if let Err(e) = write_atomic(
             &dir.join("prompt.md"),
             redactor.redact(&request.prompt).as_bytes(),
@@ -413,6 +427,47 @@ impl CliBackend {
             &|k| agent_env.contains_key(k),
         );
         (hidden, withheld)
+    }
+
+    /// The network of a confined agent (`[isolation] network`): for an
+    /// allowlist, its backend's hosts ([`crate::egress::backend_hosts`]),
+    /// the base URLs in the variables it gets and in its Codex
+    /// configuration, `[isolation] allow_hosts` and the task's.
+    fn agent_network(
+        &self,
+        request: &AttemptRequest,
+        spawn: &crate::supervise::Spawn,
+    ) -> Result<crate::supervise::AgentNetwork, String> {
+        use crate::config::NetworkMode;
+        use crate::supervise::AgentNetwork;
+        match self.network {
+            NetworkMode::Open => return Ok(AgentNetwork::Open),
+            NetworkMode::None => return Ok(AgentNetwork::None),
+            NetworkMode::Allowlist => {}
+        }
+        let mut vars: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        for k in &spawn.env_remove {
+            vars.remove(k);
+        }
+        vars.extend(spawn.env.clone());
+        let codex_config = (self.backend.kind == crate::config::Kind::Codex)
+            .then(|| vars.get("CODEX_HOME"))
+            .flatten()
+            .map(PathBuf::from)
+            .and_then(|dir| std::fs::read_to_string(dir.join("config.toml")).ok());
+        let mut hosts: Vec<String> = crate::egress::backend_hosts(self.backend.kind)
+            .iter()
+            .map(|h| (*h).to_owned())
+            .collect();
+        hosts.extend(crate::egress::base_url_hosts(
+            vars.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            &codex_config.into_iter().collect::<Vec<_>>(),
+        ));
+        hosts.extend(self.allow_hosts.iter().cloned());
+        hosts.extend(request.allow_hosts.iter().cloned());
+        crate::egress::AllowList::parse(&hosts)
+            .map(AgentNetwork::Allowlist)
+            .map_err(|e| format!("the task's allow_hosts: {e}"))
     }
 
     /// Where a confined agent may write: `paths` (the task's), its CLI's
@@ -639,6 +694,7 @@ impl CliBackend {
             files_changed,
             duration_ms: u64::try_from(supervised.duration.as_millis()).unwrap_or(u64::MAX),
             tree_after: after.as_ref().map(|a| Box::new(a.status().clone())),
+            network: supervised.network.clone(),
         };
 
         // Redaction: a file that cannot be redacted never keeps the secret,
@@ -766,6 +822,7 @@ fn empty_outcome(name: &str) -> AttemptOutcome {
         files_changed: Vec::new(),
         duration_ms: 0,
         tree_after: None,
+        network: None,
     }
 }
 
@@ -959,6 +1016,7 @@ mod tests {
             resume_session: None,
             env: BTreeMap::new(),
             sandbox: None,
+            allow_hosts: Vec::new(),
         }
     }
 

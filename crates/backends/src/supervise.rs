@@ -75,6 +75,21 @@ pub struct Spawn {
     /// Refuse to start unconfined where the kernel cannot confine
     /// (`[isolation] sandbox = "required"`).
     pub required: bool,
+    /// The network of a confined tree (with `writable`).
+    pub network: AgentNetwork,
+}
+
+/// The network a confined agent gets (`[isolation] network`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum AgentNetwork {
+    /// The machine's own.
+    #[default]
+    Open,
+    /// A namespace of its own with nothing out.
+    None,
+    /// A namespace of its own whose only way out is an egress proxy that
+    /// lets these hosts through ([`crate::egress`]).
+    Allowlist(crate::egress::AllowList),
 }
 
 impl Spawn {
@@ -91,6 +106,7 @@ impl Spawn {
             writable: None,
             hidden: Vec::new(),
             required: false,
+            network: AgentNetwork::Open,
         }
     }
 }
@@ -134,6 +150,8 @@ pub struct Supervised {
     /// Pipes that were still held open [`Spawn::leak_timeout`] after the
     /// child had ended, and were closed unread.
     pub leak: Option<PipeLeak>,
+    /// What its network did, when it had one of its own.
+    pub network: Option<crate::egress::NetworkLog>,
 }
 
 /// Pipes an escaped descendant still held when supervision gave up on them.
@@ -271,11 +289,27 @@ pub async fn supervise_until(
         stdout_path: stdout_path.map(Path::to_owned),
         stderr_path: stderr_path.map(Path::to_owned),
         leak: None,
+        network: None,
     };
-    let mut cmd = Command::new(&spawn.program);
+    // A network of its own comes from the box, which also confines the
+    // agent: wavecrew starts the box, the box becomes the agent.
+    let boxed = match boxed_start(spawn) {
+        Ok(boxed) => boxed,
+        Err(why) => {
+            result.ended = Ended::SpawnFailed(why);
+            return result;
+        }
+    };
+    let mut cmd = match &boxed {
+        Some((program, _, _)) => Command::new(program),
+        None => Command::new(&spawn.program),
+    };
     new_group(&mut cmd);
-    cmd.args(&spawn.args)
-        .current_dir(&spawn.cwd)
+    match &boxed {
+        Some((_, argv, _)) => cmd.args(argv),
+        None => cmd.args(&spawn.args),
+    };
+    cmd.current_dir(&spawn.cwd)
         .kill_on_drop(true)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -292,6 +326,7 @@ pub async fn supervise_until(
     let mut out_sink = open_sink(stdout_path, limits.max_output_bytes).await;
     let mut err_sink = open_sink(stderr_path, limits.max_output_bytes).await;
     let spawned = match &spawn.writable {
+        Some(_) if boxed.is_some() => cmd.spawn(),
         Some(writable) => {
             let handle = tokio::runtime::Handle::current();
             let confined = {
@@ -445,6 +480,25 @@ pub async fn supervise_until(
         (None, Some(Err(e))) => Ended::SpawnFailed(format!("waiting for the child: {e}")),
         (None, None) => Ended::SpawnFailed("the child vanished".into()),
     };
+    if let Some((_, _, network)) = &boxed {
+        // A box that could not set its layers up never started the agent.
+        if let Ended::Exited { code: Some(wavecrew_sys::agent_box::BOX_FAILED), .. } = result.ended
+            && let Some(why) = result
+                .stderr_tail
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix(wavecrew_sys::agent_box::BOX_ERROR_PREFIX))
+        {
+            result.ended = Ended::SpawnFailed(why.to_owned());
+        }
+        result.network = Some(match network {
+            Some(proxy) => proxy.log(),
+            None => crate::egress::NetworkLog {
+                mode: "none".to_owned(),
+                ..Default::default()
+            },
+        });
+    }
     tracing::debug!(
         program = %spawn.program.display(),
         ended = ?result.ended,
@@ -452,6 +506,52 @@ pub async fn supervise_until(
         "agent process ended"
     );
     result
+}
+
+/// How a confined spawn with a network of its own starts: the box, its
+/// argv, and the egress proxy it hands its listener to (none for
+/// [`AgentNetwork::None`]). `Ok(None)`: no box (unconfined, the network
+/// open, or no box here outside `required`: the run said so at its start).
+fn boxed_start(
+    spawn: &Spawn,
+) -> Result<Option<(PathBuf, Vec<std::ffi::OsString>, Option<crate::egress::EgressProxy>)>, String>
+{
+    use wavecrew_sys::agent_box::{BoxNetwork, BoxSpec, box_program};
+    let Some(writable) = &spawn.writable else {
+        return Ok(None);
+    };
+    if spawn.network == AgentNetwork::Open {
+        return Ok(None);
+    }
+    let Some(program) = box_program() else {
+        if spawn.required {
+            return Err(format!(
+                "[isolation] sandbox = \"required\" and the agent cannot get a network of its \
+                 own: {}",
+                wavecrew_sys::agent_box::network_support()
+                    .err()
+                    .unwrap_or_default()
+            ));
+        }
+        return Ok(None);
+    };
+    let (network, proxy) = match &spawn.network {
+        AgentNetwork::Open => unreachable!("returned above"),
+        AgentNetwork::None => (BoxNetwork::None, None),
+        AgentNetwork::Allowlist(allow) => {
+            let proxy = crate::egress::EgressProxy::start(allow.clone())
+                .map_err(|e| format!("cannot start the agent's egress proxy: {e}"))?;
+            (BoxNetwork::Proxy(proxy.socket()), Some(proxy))
+        }
+    };
+    let spec = BoxSpec {
+        writable: writable.clone(),
+        hidden: spawn.hidden.clone(),
+        required: spawn.required,
+        network,
+    };
+    let argv = spec.argv(&spawn.program, &spawn.args);
+    Ok(Some((program.to_owned(), argv, proxy)))
 }
 
 /// Sleep until `deadline`; never resolves without one.

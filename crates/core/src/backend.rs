@@ -160,6 +160,10 @@ pub struct AttemptRequest {
     /// backend adds its own folders and the attempt's temporary folder);
     /// `None`: unconfined.
     pub sandbox: Option<Vec<PathBuf>>,
+    /// Hosts this task's agent may reach besides its backend's and
+    /// `[isolation] allow_hosts` (its metadata's `allow_hosts`), when its
+    /// network is an allowlist.
+    pub allow_hosts: Vec<String>,
 }
 
 /// What one attempt did.
@@ -188,6 +192,23 @@ pub struct AttemptOutcome {
     /// rather than asking git again. `None` outside git.
     #[serde(skip)]
     pub tree_after: Option<Box<wavecrew_sys::git::TreeStatus>>,
+    /// What the agent's network did, when it had one of its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkLog>,
+}
+
+/// What a confined agent's network did: the hosts (`host:port`) its egress
+/// proxy let it reach and those it refused, with why. Part of the
+/// attempt's evidence.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetworkLog {
+    /// `allowlist` or `none`.
+    pub mode: String,
+    /// Hosts reached.
+    pub reached: std::collections::BTreeSet<String>,
+    /// Hosts refused, each followed by why (`not allowed`, `bad request`,
+    /// `unreachable`).
+    pub refused: std::collections::BTreeSet<String>,
 }
 
 /// A way to run an attempt: an agent CLI, a command, the scripted agent.

@@ -13,7 +13,10 @@
 //!   ([`io::PathIoError`]);
 //! * [`lock`]: exclusive file locks ([`lock::FileLock`]);
 //! * [`sandbox`]: confining where a child process tree may write
-//!   (Landlock).
+//!   (Landlock);
+//! * [`netns`] and [`agent_box`]: an agent's network of its own, and the
+//!   `wavecrew-box` process that sets it and the write rules up before it
+//!   becomes the agent.
 //!
 //! Nothing here knows about tasks, sessions or agents.
 //!
@@ -24,9 +27,11 @@
 //! assert!(ProjectPath::parse("../outside").is_err());
 //! ```
 
+pub mod agent_box;
 pub mod git;
 pub mod io;
 pub mod lock;
+pub mod netns;
 pub mod path;
 pub mod process;
 pub mod sandbox;

@@ -185,6 +185,40 @@ pub fn spawn_confined_hiding<T: Send>(
     hidden: &[PathBuf],
     start: impl FnOnce() -> T + Send,
 ) -> Result<(T, Vec<PathBuf>), SandboxError> {
+    let (created, granted) = rules(writable, hidden)?;
+    std::thread::scope(|scope| {
+        scope
+            .spawn(move || {
+                // Landlock restricts the calling thread (and what it forks),
+                // never the process's other threads.
+                restrict(created)?;
+                Ok(start())
+            })
+            .join()
+            .unwrap_or_else(|_| Err(SandboxError::Ruleset("the spawning thread panicked".into())))
+    })
+    .map(|t| (t, granted))
+}
+
+/// Confine the calling thread (and what it starts, for good) as
+/// [`spawn_confined_hiding`] confines its child: for a process that is
+/// about to become the confined program (the agent's box,
+/// [`crate::agent_box`]). Returns the paths the rules were made for.
+pub fn confine_this_thread(
+    writable: &[PathBuf],
+    hidden: &[PathBuf],
+) -> Result<Vec<PathBuf>, SandboxError> {
+    let (created, granted) = rules(writable, hidden)?;
+    restrict(created)?;
+    Ok(granted)
+}
+
+/// The ruleset of a tree that may write below `writable` and read
+/// nothing below `hidden`, and the paths its rules were made for.
+fn rules(
+    writable: &[PathBuf],
+    hidden: &[PathBuf],
+) -> Result<(RulesetCreated, Vec<PathBuf>), SandboxError> {
     // Reads are handled only when something there is to hide: a hidden
     // path that does not exist hides nothing.
     let (whole, above) = readable_around(hidden);
@@ -232,23 +266,18 @@ pub fn spawn_confined_hiding<T: Send>(
                 .map_err(|e| SandboxError::Ruleset(format!("{}: {e}", path.display())))?;
         }
     }
-    std::thread::scope(|scope| {
-        scope
-            .spawn(move || {
-                // Landlock restricts the calling thread (and what it forks),
-                // never the process's other threads.
-                let status = created
-                    .restrict_self()
-                    .map_err(|e| SandboxError::Ruleset(e.to_string()))?;
-                if status.ruleset == RulesetStatus::NotEnforced {
-                    return Err(SandboxError::Ruleset("Landlock is not enforced".into()));
-                }
-                Ok(start())
-            })
-            .join()
-            .unwrap_or_else(|_| Err(SandboxError::Ruleset("the spawning thread panicked".into())))
-    })
-    .map(|t| (t, granted))
+    Ok((created, granted))
+}
+
+/// Restrict the calling thread with `created`, or say why not.
+fn restrict(created: RulesetCreated) -> Result<(), SandboxError> {
+    let status = created
+        .restrict_self()
+        .map_err(|e| SandboxError::Ruleset(e.to_string()))?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err(SandboxError::Ruleset("Landlock is not enforced".into()));
+    }
+    Ok(())
 }
 
 /// The box a command wavecrew runs on an agent's work goes in (the

@@ -55,6 +55,7 @@ fn request(cwd: &Path, out: &Path, prompt: &str, limits: Limits) -> AttemptReque
         resume_session: None,
         env: std::collections::BTreeMap::new(),
         sandbox: None,
+        allow_hosts: Vec::new(),
     }
 }
 
@@ -335,6 +336,7 @@ async fn a_failed_attempt_is_retried_with_its_error_in_the_prompt() {
         session_dir: session.path(),
         prompt: &prompt,
         on_event: &on_event,
+        allow_hosts: &[],
     })
     .await;
     assert!(run.success, "{run:#?}");
@@ -385,6 +387,7 @@ async fn retries_stop_after_three_and_say_why() {
         session_dir: session.path(),
         prompt: &prompt,
         on_event: &|_| {},
+        allow_hosts: &[],
     })
     .await;
     assert!(!run.success);
@@ -416,6 +419,7 @@ async fn an_unavailable_backend_falls_back_and_the_switch_is_reported() {
         session_dir: session.path(),
         prompt: &prompt,
         on_event: &|_| {},
+        allow_hosts: &[],
     })
     .await;
     assert!(run.success, "{run:#?}");
@@ -462,6 +466,7 @@ async fn an_interrupted_attempt_is_resumed_in_its_native_session() {
         session_dir: session.path(),
         prompt: &prompt,
         on_event: &|_| {},
+        allow_hosts: &[],
     })
     .await;
     assert!(run.success);
@@ -557,6 +562,7 @@ async fn a_process_that_escaped_with_the_pipes_does_not_hang_the_task() {
         session_dir: session.path(),
         prompt: &prompt,
         on_event: &|_| {},
+        allow_hosts: &[],
     };
     // Without a leak timeout this waits for the sleeper (600 s).
     let run = tokio::time::timeout(std::time::Duration::from_secs(60), run_task(&spec)).await;
@@ -612,6 +618,7 @@ async fn run_one(config: &Config, task: &TaskId, cwd: &Path, session: &Path) -> 
         session_dir: session,
         prompt: &prompt,
         on_event: &|_| {},
+        allow_hosts: &[],
     })
     .await
 }
@@ -705,6 +712,7 @@ async fn the_governor_holds_a_second_attempt_and_a_dropped_one_frees_its_slot() 
         session_dir: session.path(),
         prompt: &prompt,
         on_event: &|_| {},
+        allow_hosts: &[],
     };
     let (sa, sb) = (spec(&a), spec(&b));
     let (ra, rb) = tokio::join!(run_task(&sa), run_task(&sb));
@@ -778,6 +786,7 @@ async fn a_hard_run_budget_stops_running_attempts() {
         session_dir: session.path(),
         prompt: &long,
         on_event: &|_| {},
+        allow_hosts: &[],
     };
     let spec_b = TaskAttempts {
         task_id: &b,

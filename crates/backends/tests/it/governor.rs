@@ -67,6 +67,7 @@ async fn task(config: &Config, w: &World, session: &Path, id: &str, cli: AgentCl
         session_dir: session,
         prompt: &prompt,
         on_event: &|_| {},
+        allow_hosts: &[],
     })
     .await
 }

@@ -140,6 +140,7 @@ async fn attempt(
         resume_session: resume,
         env: BTreeMap::new(),
         sandbox: None,
+        allow_hosts: Vec::new(),
     };
     CliBackend::new(backend(cli, w, base_url))
         .run(&request)

@@ -24,6 +24,7 @@ fn request(mode: Mode, resume: Option<&str>) -> AttemptRequest {
         resume_session: resume.map(str::to_owned),
         env: std::collections::BTreeMap::new(),
         sandbox: None,
+        allow_hosts: Vec::new(),
     }
 }
 
@@ -182,6 +183,7 @@ fn retry_policy_per_outcome_class() {
                 files_changed: vec![],
                 duration_ms: 1,
                 tree_after: None,
+                network: None,
             };
             let step = next_step(&outcome, retries, &policy, 0.5);
             let _ = writeln!(table, "{} | {retries} → {step:?}", class.name());

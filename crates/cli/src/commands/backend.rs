@@ -199,6 +199,7 @@ async fn run_one(args: &RunArgs, config_file: Option<&Path>) -> CmdResult {
         resume_session: args.resume.clone(),
         env: BTreeMap::new(),
         sandbox: None,
+        allow_hosts: Vec::new(),
     };
     let runner = CliBackend::configured(backend.clone(), &config);
     let (outcome, notes) = match runner.attempt(&request).await {

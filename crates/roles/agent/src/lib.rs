@@ -178,13 +178,9 @@ impl Role for AgentRole {
             ctx.render("role", &values)
         };
         let run = ctx
-            .attempt(&Attempt::new(
-                &task.id,
-                &work.backend,
-                &cwd,
-                Mode::Write,
-                &render,
-            ))
+            .attempt(
+                &Attempt::new(&task.id, &work.backend, &cwd, Mode::Write, &render).for_task(task),
+            )
             .await?;
         let failure = (!run.success).then(|| run.failure.clone().unwrap_or_default());
         work.run = Some(run);

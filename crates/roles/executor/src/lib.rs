@@ -370,6 +370,7 @@ impl Role for Executor {
                         Mode::Write,
                         &render,
                     )
+                    .for_task(task)
                     .on_event(&on_event)
                     // The first round starts in the worktree as it was
                     // opened; a later one asks git (the agent may have

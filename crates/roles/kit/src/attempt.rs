@@ -51,6 +51,9 @@ pub struct Attempt<'a> {
     /// The work tree has no change as the first attempt starts (see
     /// [`crate::Workspace::starts_clean`]).
     pub clean: bool,
+    /// Hosts the task's agent may reach besides its backend's and
+    /// `[isolation] allow_hosts` (the task's metadata `allow_hosts`).
+    pub allow_hosts: Vec<String>,
 }
 
 impl<'a> Attempt<'a> {
@@ -71,7 +74,16 @@ impl<'a> Attempt<'a> {
             on_event: &ignore,
             git: None,
             clean: false,
+            allow_hosts: Vec::new(),
         }
+    }
+
+    /// The same attempts for `task`: the hosts its metadata allows
+    /// (`allow_hosts`) go to its agent's allowlist.
+    #[must_use]
+    pub fn for_task(mut self, task: &Task) -> Self {
+        self.allow_hosts = wavecrew_backends::egress::task_hosts(&task.metadata);
+        self
     }
 
     /// The same attempts, with `on_event` called for every event.
@@ -191,6 +203,7 @@ impl RoleContext {
             session_dir: &self.session_dir,
             prompt: &prompt,
             on_event: spec.on_event,
+            allow_hosts: &spec.allow_hosts,
         })
         .await;
         if let Some(guard) = guard {

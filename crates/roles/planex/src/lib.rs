@@ -362,13 +362,16 @@ impl Role for PlanexRole {
         };
         let execution = derived_id_from(&format!("planex-{}", work.issue_id), &task.id)?;
         let run = ctx
-            .attempt(&Attempt::new(
-                &execution,
-                &work.decision.backend,
-                &dir,
-                Mode::Write,
-                &render,
-            ))
+            .attempt(
+                &Attempt::new(
+                    &execution,
+                    &work.decision.backend,
+                    &dir,
+                    Mode::Write,
+                    &render,
+                )
+                .for_task(task),
+            )
             .await?;
         let failure = (!run.success).then(|| run.failure.clone().unwrap_or_default());
         work.run = Some(run);

@@ -1,0 +1,492 @@
+//! Where a confined agent's network may go: the allowlist (its backend's
+//! model API, the base URLs its configuration sets, `[isolation]
+//! allow_hosts` and the task's own `allow_hosts`) and the egress proxy
+//! that enforces it from outside the agent's namespace.
+//!
+//! The agent's namespace has only its loopback ([`wavecrew_sys::netns`]);
+//! the one listener there is handed to [`EgressProxy`], which wavecrew
+//! runs. An HTTPS request comes as `CONNECT host:port`: the host is
+//! checked against the list before a byte is relayed, and the proxy (not
+//! the agent) resolves the name. A plain `http://` request comes in
+//! absolute form and is checked the same way, then sent on with
+//! `Connection: close` (one host per connection). Anything else (SOCKS, a
+//! request for a host not listed, an IP literal not listed) is refused,
+//! and every host reached or refused is recorded for the attempt's
+//! evidence ([`NetworkLog`]).
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream, UnixListener};
+
+use crate::config::Kind;
+
+/// The hosts each built-in CLI needs for its model API and its login.
+pub fn backend_hosts(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::Claude => &["api.anthropic.com", "console.anthropic.com"],
+        Kind::Codex => &["api.openai.com", "auth.openai.com", "chatgpt.com"],
+        Kind::Gemini => &[
+            "generativelanguage.googleapis.com",
+            "cloudcode-pa.googleapis.com",
+            "oauth2.googleapis.com",
+        ],
+        Kind::Qwen => &[
+            "dashscope.aliyuncs.com",
+            "dashscope-intl.aliyuncs.com",
+            "portal.qwen.ai",
+            "chat.qwen.ai",
+        ],
+        Kind::Opencode => &[
+            "api.anthropic.com",
+            "api.openai.com",
+            "generativelanguage.googleapis.com",
+            "opencode.ai",
+            "models.dev",
+        ],
+        Kind::Command | Kind::Scripted => &[],
+    }
+}
+
+/// The hosts a task adds in its metadata's `allow_hosts` (strings; any
+/// other value is left out, and the task file check names it).
+pub fn task_hosts(metadata: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {
+    metadata
+        .get("allow_hosts")
+        .and_then(serde_json::Value::as_array)
+        .map(|hosts| {
+            hosts
+                .iter()
+                .filter_map(|h| h.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The `host:port` (or `host`) of every base URL in an agent's variables
+/// (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`, `GOOGLE_GEMINI_BASE_URL`, any
+/// `*_BASE_URL` or `*_API_BASE`) and in `texts` (a CLI's configuration
+/// file: every `base_url = "…"`).
+pub fn base_url_hosts<'a>(
+    vars: impl IntoIterator<Item = (&'a str, &'a str)>,
+    texts: &[String],
+) -> Vec<String> {
+    let mut hosts = Vec::new();
+    for (k, v) in vars {
+        if k.ends_with("_BASE_URL") || k.ends_with("_API_BASE") {
+            hosts.extend(url_authority(v));
+        }
+    }
+    for text in texts {
+        for line in text.lines() {
+            let line = line.trim();
+            let Some(rest) = line.strip_prefix("base_url") else {
+                continue;
+            };
+            let Some(value) = rest.trim_start().strip_prefix('=') else {
+                continue;
+            };
+            let value = value.trim().trim_matches(['"', '\'']);
+            hosts.extend(url_authority(value));
+        }
+    }
+    hosts
+}
+
+/// `host:port` of an `http(s)://` URL, the port its scheme's when it
+/// names none.
+fn url_authority(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let default = match scheme {
+        "https" => 443,
+        "http" => 80,
+        _ => return None,
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    let (host, port) = split_host_port(authority, default)?;
+    Some(format!("{}:{port}", bracket(&host)))
+}
+
+/// An IPv6 literal in brackets, anything else as it is.
+fn bracket(host: &str) -> String {
+    if host.contains(':') {
+        format!("[{host}]")
+    } else {
+        host.to_owned()
+    }
+}
+
+/// `host[:port]` (`[v6]:port` for IPv6) split, the host lower-cased.
+fn split_host_port(authority: &str, default: u16) -> Option<(String, u16)> {
+    let (host, port) = if let Some(rest) = authority.strip_prefix('[') {
+        let (host, after) = rest.split_once(']')?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => p.parse().ok()?,
+            None if after.is_empty() => default,
+            None => return None,
+        };
+        (host.to_owned(), port)
+    } else {
+        match authority.rsplit_once(':') {
+            Some((h, p)) => (h.to_owned(), p.parse().ok()?),
+            None => (authority.to_owned(), default),
+        }
+    };
+    if host.is_empty()
+        || !host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '*' | '_'))
+    {
+        return None;
+    }
+    Some((host.to_ascii_lowercase(), port))
+}
+
+/// One entry of the list: a host (`api.example.com`), every host below a
+/// domain (`*.example.com`), or an IP literal; any port, or one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Rule {
+    host: String,
+    port: Option<u16>,
+}
+
+/// The hosts an agent may reach.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllowList {
+    rules: Vec<Rule>,
+}
+
+impl AllowList {
+    /// A list from entries (`host`, `host:port`, `*.domain`, `[v6]:port`);
+    /// an entry that is none of these is named.
+    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<AllowList, String> {
+        let mut rules = Vec::new();
+        for entry in entries {
+            let entry = entry.as_ref().trim();
+            let has_port = if entry.starts_with('[') {
+                entry.contains("]:")
+            } else {
+                entry.matches(':').count() == 1
+            };
+            let (host, port) = split_host_port(entry, 0)
+                .filter(|(h, _)| {
+                    h.find('*').is_none_or(|i| {
+                        i == 0 && h.starts_with("*.") && h.len() > 2 && h.matches('*').count() == 1
+                    })
+                })
+                .ok_or_else(|| {
+                    format!(
+                        "`{entry}` is not a host (`api.example.com`, `*.example.com`, \
+                         `127.0.0.1:8080`, `[::1]:80`)"
+                    )
+                })?;
+            rules.push(Rule {
+                host,
+                port: has_port.then_some(port),
+            });
+        }
+        Ok(AllowList { rules })
+    }
+
+    /// Whether `host:port` may be reached. A name matches itself or a
+    /// `*.` rule above it; an IP literal matches only itself.
+    pub fn allows(&self, host: &str, port: u16) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.rules.iter().any(|r| {
+            let host_ok = match r.host.strip_prefix("*.") {
+                Some(domain) => {
+                    host.parse::<std::net::IpAddr>().is_err()
+                        && host.len() > domain.len()
+                        && host.ends_with(domain)
+                        && host.as_bytes()[host.len() - domain.len() - 1] == b'.'
+                }
+                None => r.host == host,
+            };
+            host_ok && r.port.is_none_or(|p| p == port)
+        })
+    }
+
+    /// The entries, as given to [`AllowList::parse`] (for the run's note).
+    pub fn entries(&self) -> Vec<String> {
+        self.rules
+            .iter()
+            .map(|r| match r.port {
+                Some(p) => format!("{}:{p}", bracket(&r.host)),
+                None => r.host.clone(),
+            })
+            .collect()
+    }
+}
+
+pub use wavecrew_core::backend::NetworkLog;
+
+/// The egress proxy of one attempt: a unix socket the agent's box hands
+/// its listener to, and the task that serves it.
+#[derive(Debug)]
+pub struct EgressProxy {
+    dir: tempfile::TempDir,
+    log: Arc<Mutex<NetworkLog>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl EgressProxy {
+    /// Start a proxy for `allow`: it waits for one box on its socket
+    /// ([`EgressProxy::socket`]) and serves the listener the box hands it.
+    pub fn start(allow: AllowList) -> std::io::Result<EgressProxy> {
+        // A short path: a unix socket's name holds 108 bytes.
+        let dir = tempfile::Builder::new().prefix("wavecrew-net-").tempdir()?;
+        let socket = dir.path().join("proxy.sock");
+        let unix = UnixListener::bind(&socket)?;
+        let log = Arc::new(Mutex::new(NetworkLog {
+            mode: "allowlist".to_owned(),
+            ..NetworkLog::default()
+        }));
+        let allow = Arc::new(allow);
+        let served = Arc::clone(&log);
+        let task = tokio::spawn(async move {
+            // One box, once: a second connection (the agent's own) is never
+            // accepted.
+            let Ok((stream, _)) = unix.accept().await else {
+                return;
+            };
+            drop(unix);
+            let received = async {
+                let stream = stream.into_std()?;
+                stream.set_nonblocking(false)?;
+                tokio::task::spawn_blocking(move || wavecrew_sys::netns::receive_listener(&stream))
+                    .await
+                    .map_err(std::io::Error::other)?
+            };
+            let listener = match received.await.and_then(|l| {
+                l.set_nonblocking(true)?;
+                TcpListener::from_std(l)
+            }) {
+                Ok(l) => l,
+                Err(e) => {
+                    tracing::warn!("egress proxy: no listener from the box: {e}");
+                    return;
+                }
+            };
+            loop {
+                let Ok((conn, _)) = listener.accept().await else {
+                    return;
+                };
+                let (allow, log) = (Arc::clone(&allow), Arc::clone(&served));
+                tokio::spawn(async move {
+                    if let Err(e) = serve(conn, &allow, &log).await {
+                        tracing::debug!("egress proxy: {e}");
+                    }
+                });
+            }
+        });
+        Ok(EgressProxy { dir, log, task })
+    }
+
+    /// The socket the box connects to.
+    pub fn socket(&self) -> PathBuf {
+        self.dir.path().join("proxy.sock")
+    }
+
+    /// What the agent's network did so far.
+    pub fn log(&self) -> NetworkLog {
+        self.log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The folder of the socket (removed with the proxy).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for EgressProxy {
+    fn drop(&mut self) {
+        // Its connections end with the runtime's tasks; no new one is taken.
+        self.task.abort();
+    }
+}
+
+/// The most a request's head may hold.
+const MAX_HEAD: usize = 64 * 1024;
+
+/// One connection from the agent: its request checked, then relayed.
+async fn serve(
+    mut conn: TcpStream,
+    allow: &AllowList,
+    log: &Mutex<NetworkLog>,
+) -> std::io::Result<()> {
+    let record = |reached: bool, what: String| {
+        let mut log = log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if reached {
+            log.reached.insert(what);
+        } else {
+            log.refused.insert(what);
+        }
+    };
+    let mut head = Vec::with_capacity(1024);
+    let end = loop {
+        let mut buf = [0u8; 4096];
+        let n = conn.read(&mut buf).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+        if let Some(i) = find(&head, b"\r\n\r\n") {
+            break i + 4;
+        }
+        if head.len() > MAX_HEAD {
+            record(false, "(a request head over 64 KiB) bad request".to_owned());
+            return refuse(&mut conn, "400 Bad Request").await;
+        }
+        if head.first().is_some_and(|b| *b < 0x20) {
+            // SOCKS and other binary greetings.
+            record(false, "(not HTTP: SOCKS or raw bytes) bad request".to_owned());
+            return Ok(());
+        }
+    };
+    let (request, rest) = head.split_at(end);
+    let text = String::from_utf8_lossy(request).into_owned();
+    let mut lines = text.split("\r\n");
+    let first = lines.next().unwrap_or_default();
+    let mut words = first.split(' ');
+    let (method, target, version) = (
+        words.next().unwrap_or_default(),
+        words.next().unwrap_or_default(),
+        words.next().unwrap_or_default(),
+    );
+    if method.eq_ignore_ascii_case("CONNECT") {
+        let Some((host, port)) = split_host_port(target, 443).filter(|(h, _)| !h.contains('*'))
+        else {
+            record(false, format!("{target} bad request"));
+            return refuse(&mut conn, "400 Bad Request").await;
+        };
+        let name = format!("{}:{port}", bracket(&host));
+        if !allow.allows(&host, port) {
+            record(false, format!("{name} not allowed"));
+            return refuse(&mut conn, "403 Forbidden").await;
+        }
+        let Ok(mut upstream) = TcpStream::connect((host.as_str(), port)).await else {
+            record(false, format!("{name} unreachable"));
+            return refuse(&mut conn, "502 Bad Gateway").await;
+        };
+        record(true, name);
+        conn.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+            .await?;
+        upstream.write_all(rest).await?;
+        tokio::io::copy_bidirectional(&mut conn, &mut upstream).await?;
+        return Ok(());
+    }
+    let Some(after) = target.strip_prefix("http://") else {
+        record(false, format!("{method} {target} bad request"));
+        return refuse(&mut conn, "400 Bad Request").await;
+    };
+    let (authority, path) = match after.find('/') {
+        Some(i) => (&after[..i], &after[i..]),
+        None => (after, "/"),
+    };
+    let Some((host, port)) = split_host_port(authority, 80).filter(|(h, _)| !h.contains('*'))
+    else {
+        record(false, format!("{target} bad request"));
+        return refuse(&mut conn, "400 Bad Request").await;
+    };
+    let name = format!("{}:{port}", bracket(&host));
+    if !allow.allows(&host, port) {
+        record(false, format!("{name} not allowed"));
+        return refuse(&mut conn, "403 Forbidden").await;
+    }
+    let Ok(mut upstream) = TcpStream::connect((host.as_str(), port)).await else {
+        record(false, format!("{name} unreachable"));
+        return refuse(&mut conn, "502 Bad Gateway").await;
+    };
+    record(true, name);
+    let mut forwarded = format!("{method} {path} {version}\r\n");
+    for line in lines.filter(|l| !l.is_empty()) {
+        let key = line.split(':').next().unwrap_or_default().to_ascii_lowercase();
+        if key.starts_with("proxy-") || key == "connection" || key == "keep-alive" {
+            continue;
+        }
+        forwarded.push_str(line);
+        forwarded.push_str("\r\n");
+    }
+    forwarded.push_str("Connection: close\r\n\r\n");
+    upstream.write_all(forwarded.as_bytes()).await?;
+    upstream.write_all(rest).await?;
+    tokio::io::copy_bidirectional(&mut conn, &mut upstream).await?;
+    Ok(())
+}
+
+/// Answer `status` and close.
+async fn refuse(conn: &mut TcpStream, status: &str) -> std::io::Result<()> {
+    let body = format!("wavecrew: {status}: this host is not on the agent's allowlist\n");
+    let reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    conn.write_all(reply.as_bytes()).await?;
+    conn.shutdown().await
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_domains_ports_and_literals() {
+        let allow = AllowList::parse(&[
+            "api.anthropic.com",
+            "*.npmjs.org",
+            "127.0.0.1:8080",
+            "[::1]:81",
+        ])
+        .unwrap();
+        assert!(allow.allows("api.anthropic.com", 443));
+        assert!(allow.allows("API.Anthropic.com.", 80));
+        assert!(!allow.allows("evil-api.anthropic.com", 443));
+        assert!(!allow.allows("anthropic.com", 443));
+        assert!(allow.allows("registry.npmjs.org", 443));
+        assert!(!allow.allows("npmjs.org", 443));
+        assert!(!allow.allows("registry.npmjs.org.evil.com", 443));
+        assert!(!allow.allows("xnpmjs.org", 443));
+        assert!(allow.allows("127.0.0.1", 8080));
+        assert!(!allow.allows("127.0.0.1", 8081));
+        assert!(!allow.allows("127.0.0.2", 8080));
+        assert!(allow.allows("::1", 81));
+        assert_eq!(
+            allow.entries(),
+            ["api.anthropic.com", "*.npmjs.org", "127.0.0.1:8080", "[::1]:81"]
+        );
+    }
+
+    #[test]
+    fn bad_entries_are_named() {
+        for bad in ["", "a b", "*", "*.", "**.x.com", "x.*.com", "h:port", "[::1"] {
+            let e = AllowList::parse(&[bad]).unwrap_err();
+            assert!(e.contains("is not a host"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn base_urls_name_their_host_and_port() {
+        let hosts = base_url_hosts(
+            [
+                ("ANTHROPIC_BASE_URL", "http://127.0.0.1:4010"),
+                ("GOOGLE_GEMINI_BASE_URL", "https://proxy.corp.example/v1"),
+                ("HOME", "http://ignored"),
+            ],
+            &["[model_providers.mock]\nbase_url = \"http://[::1]:9/v1\"\n".to_owned()],
+        );
+        assert_eq!(
+            hosts,
+            ["127.0.0.1:4010", "proxy.corp.example:443", "[::1]:9"]
+        );
+    }
+}
