@@ -290,7 +290,13 @@ impl World {
             .to_owned();
         for (dir, _, outcome) in self.attempts(session) {
             let network = &outcome["network"];
-            assert_eq!(network["mode"], "allowlist", "{}\n{}", dir.display(), story());
+            assert_eq!(
+                network["mode"],
+                "allowlist",
+                "{}\n{}",
+                dir.display(),
+                story()
+            );
             assert_eq!(
                 network["reached"],
                 json!([mock]),
@@ -302,7 +308,9 @@ impl World {
             // and update checks) is refused and named.
             let refused = network["refused"].as_array().cloned().unwrap_or_default();
             assert!(
-                refused.iter().all(|r| r.as_str().is_some_and(|r| !r.starts_with(&mock))),
+                refused
+                    .iter()
+                    .all(|r| r.as_str().is_some_and(|r| !r.starts_with(&mock))),
                 "{}: {network}",
                 dir.display()
             );

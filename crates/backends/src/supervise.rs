@@ -482,7 +482,10 @@ pub async fn supervise_until(
     };
     if let Some((_, _, network)) = &boxed {
         // A box that could not set its layers up never started the agent.
-        if let Ended::Exited { code: Some(wavecrew_sys::agent_box::BOX_FAILED), .. } = result.ended
+        if let Ended::Exited {
+            code: Some(wavecrew_sys::agent_box::BOX_FAILED),
+            ..
+        } = result.ended
             && let Some(why) = result
                 .stderr_tail
                 .lines()
@@ -514,8 +517,14 @@ pub async fn supervise_until(
 /// open, or no box here outside `required`: the run said so at its start).
 fn boxed_start(
     spawn: &Spawn,
-) -> Result<Option<(PathBuf, Vec<std::ffi::OsString>, Option<crate::egress::EgressProxy>)>, String>
-{
+) -> Result<
+    Option<(
+        PathBuf,
+        Vec<std::ffi::OsString>,
+        Option<crate::egress::EgressProxy>,
+    )>,
+    String,
+> {
     use wavecrew_sys::agent_box::{BoxNetwork, BoxSpec, box_program};
     let Some(writable) = &spawn.writable else {
         return Ok(None);
@@ -523,17 +532,18 @@ fn boxed_start(
     if spawn.network == AgentNetwork::Open {
         return Ok(None);
     }
-    let Some(program) = box_program() else {
-        if spawn.required {
+    // Asked once per process: where the box cannot make a namespace (no
+    // box installed, user namespaces turned off), the agent runs on the
+    // machine's network, as the run said at its start.
+    let program = match (wavecrew_sys::agent_box::network_support(), box_program()) {
+        (Ok(()), Some(program)) => program,
+        (Err(why), _) if spawn.required => {
             return Err(format!(
                 "[isolation] sandbox = \"required\" and the agent cannot get a network of its \
-                 own: {}",
-                wavecrew_sys::agent_box::network_support()
-                    .err()
-                    .unwrap_or_default()
+                 own: {why}"
             ));
         }
-        return Ok(None);
+        _ => return Ok(None),
     };
     let (network, proxy) = match &spawn.network {
         AgentNetwork::Open => unreachable!("returned above"),

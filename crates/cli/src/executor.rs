@@ -69,6 +69,7 @@ fn run(args: &ExecutorArgs) -> CmdResult {
         config: w.config.as_deref(),
         task: w.task.as_deref(),
         backend: w.backend.clone(),
+        sandbox: w.sandbox,
         bus_key: None,
     })?;
     let store = &session.store;

@@ -142,7 +142,7 @@ fn spawn_and_stop(args: &TeamArgs, config: Option<&Path>, resume: bool) -> CmdRe
             "the engine {url} (--engine or [engine] url) needs a run that stays in the foreground: `wavecrew run` (or `wavecrew-team run`), not `start` or `resume`"
         )));
     }
-    commands::run::prepare(&mut opened)?;
+    commands::run::prepare(&mut opened, args.flags.sandbox)?;
     if let Err(e) = opened.set_hard_budget(args.flags.hard_budget) {
         output::warning(&e.to_string());
     }

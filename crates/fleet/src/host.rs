@@ -566,6 +566,7 @@ impl Served {
             roles: kit.roles.clone(),
             backend: None,
             config_file: Some(config.to_owned()),
+            sandbox: None,
             bin_dir: self.options.bin_dir.clone(),
             on_failure: FailurePolicy::Always,
         };

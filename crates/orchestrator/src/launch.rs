@@ -34,6 +34,8 @@ pub struct Launcher {
     pub backend: Option<String>,
     /// `--config` for every worker.
     pub config_file: Option<PathBuf>,
+    /// `--sandbox` for every worker.
+    pub sandbox: Option<wavecrew_backends::config::SandboxMode>,
     /// Folder holding the worker binaries (default: beside this program).
     pub bin_dir: Option<PathBuf>,
     /// The run's failure policy (`always` lets workers take tasks whose
@@ -88,6 +90,7 @@ impl Launcher {
             task: Some(task.id.as_str().into()),
             backend: self.backend.clone(),
             config: self.config_file.clone(),
+            sandbox: self.sandbox,
             fast_advance,
             // Only `always` changes what a worker may take.
             on_failure: match self.on_failure {

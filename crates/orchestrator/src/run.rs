@@ -65,6 +65,8 @@ pub struct RunSpec {
     pub hard_budget: bool,
     /// `--config`, handed to every worker.
     pub config_file: Option<PathBuf>,
+    /// `--sandbox`, handed to every worker.
+    pub sandbox: Option<wavecrew_backends::config::SandboxMode>,
     /// Run each task on remote hosts instead of as a local process.
     pub remote: Option<Arc<dyn RemoteWorkers>>,
 }
@@ -78,6 +80,7 @@ impl Default for RunSpec {
             backend: None,
             hard_budget: false,
             config_file: None,
+            sandbox: None,
             remote: None,
         }
     }
@@ -194,6 +197,7 @@ impl OpenSession {
             crash_retries: spec.crash_retries,
             backend: spec.backend.clone(),
             config_file: spec.config_file.clone(),
+            sandbox: spec.sandbox,
             config: self.config.clone(),
             remote: spec.remote.clone(),
             ..TeamOptions::default()

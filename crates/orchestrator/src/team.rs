@@ -112,6 +112,7 @@ impl<B: MessageBus + 'static> Team<B> {
             roles: self.valid.session.roles.clone(),
             backend: self.options.backend.clone(),
             config_file: self.options.config_file.clone(),
+            sandbox: self.options.sandbox,
             bin_dir: self.options.bin_dir.clone(),
             on_failure: self.options.on_failure,
         }

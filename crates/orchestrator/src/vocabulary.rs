@@ -27,6 +27,8 @@ pub struct TeamOptions {
     pub backend: Option<String>,
     /// `--config` for every worker.
     pub config_file: Option<PathBuf>,
+    /// `--sandbox` for every worker (replaces `[isolation] sandbox`).
+    pub sandbox: Option<wavecrew_backends::config::SandboxMode>,
     /// `wavecrew.toml`: the limits per role and per backend, and backend
     /// names.
     pub config: wavecrew_backends::Config,
@@ -61,6 +63,7 @@ impl Default for TeamOptions {
             crash_retries: 2,
             backend: None,
             config_file: None,
+            sandbox: None,
             config: wavecrew_backends::Config::default(),
             bin_dir: None,
             poll: Duration::from_millis(50),

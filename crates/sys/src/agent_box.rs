@@ -209,7 +209,10 @@ fn box_then_exec() -> i32 {
         Err(_) => {}
     }
     let e = command.exec();
-    fail(format!("cannot start `{}`: {e}", Path::new(&program).display()))
+    fail(format!(
+        "cannot start `{}`: {e}",
+        Path::new(&program).display()
+    ))
 }
 
 /// Where `wavecrew-box` is: `$WAVECREW_BOX`, else beside the running
@@ -226,10 +229,19 @@ pub fn box_program() -> Option<&'static Path> {
             let beside = exe
                 .parent()
                 .into_iter()
-                .flat_map(|d| [d.to_owned(), d.parent().map(Path::to_owned).unwrap_or_default()])
+                .flat_map(|d| {
+                    [
+                        d.to_owned(),
+                        d.parent().map(Path::to_owned).unwrap_or_default(),
+                    ]
+                })
                 .map(|d| d.join(BOX_PROGRAM));
             let in_path = std::env::var_os("PATH")
-                .map(|p| std::env::split_paths(&p).map(|d| d.join(BOX_PROGRAM)).collect())
+                .map(|p| {
+                    std::env::split_paths(&p)
+                        .map(|d| d.join(BOX_PROGRAM))
+                        .collect()
+                })
                 .unwrap_or_else(Vec::new);
             beside.chain(in_path).find(|p| p.is_file())
         })
@@ -258,7 +270,11 @@ pub fn network_support() -> Result<(), String> {
             if out.status.success() {
                 Ok(())
             } else if said.is_empty() {
-                Err(format!("`{}` --probe failed ({})", program.display(), out.status))
+                Err(format!(
+                    "`{}` --probe failed ({})",
+                    program.display(),
+                    out.status
+                ))
             } else {
                 Err(said)
             }
@@ -293,7 +309,15 @@ mod tests {
                 .unwrap_err()
                 .contains("--network takes `none`")
         );
-        assert!(BoxSpec::parse(&args(&["--write"])).unwrap_err().contains("--write needs"));
-        assert!(BoxSpec::parse(&args(&["--hide", "/x"])).unwrap_err().contains("no program"));
+        assert!(
+            BoxSpec::parse(&args(&["--write"]))
+                .unwrap_err()
+                .contains("--write needs")
+        );
+        assert!(
+            BoxSpec::parse(&args(&["--hide", "/x"]))
+                .unwrap_err()
+                .contains("no program")
+        );
     }
 }

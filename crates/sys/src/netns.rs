@@ -114,7 +114,9 @@ fn loopback_up() -> Result<(), NetnsError> {
     let code = i32::from_ne_bytes([ack[16], ack[17], ack[18], ack[19]]);
     #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     if kind != libc::NLMSG_ERROR as u16 {
-        return Err(NetnsError::Loopback(format!("an unexpected reply (type {kind})")));
+        return Err(NetnsError::Loopback(format!(
+            "an unexpected reply (type {kind})"
+        )));
     }
     if code != 0 {
         return Err(NetnsError::Loopback(
@@ -128,8 +130,7 @@ fn loopback_up() -> Result<(), NetnsError> {
 /// hand the listener to the process listening on the unix socket `to`
 /// (which [`receive_listener`]s it); returns the port.
 pub fn hand_over_listener(to: &Path) -> Result<u16, NetnsError> {
-    let listener =
-        TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(NetnsError::Handover)?;
+    let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).map_err(NetnsError::Handover)?;
     let port = listener.local_addr().map_err(NetnsError::Handover)?.port();
     let stream = UnixStream::connect(to).map_err(NetnsError::Handover)?;
     let fds = [listener.as_fd()];

@@ -89,6 +89,7 @@ pub fn run(args: &PromptArgs, config: Option<&std::path::Path>) -> CmdResult {
             roles: v.session.roles.clone(),
             backend: args.backend.clone(),
             config_file: None,
+            sandbox: None,
             bin_dir: None,
             on_failure: wavecrew_orchestrator::FailurePolicy::Continue,
         });

@@ -72,6 +72,11 @@ pub struct RunFlags {
     /// docs/scale-out.md.
     #[arg(long, value_name = "URL")]
     pub engine: Option<String>,
+    /// The agents' box, replacing `[isolation] sandbox`: `required` refuses to start any agent
+    /// (before the first task) when a layer (write rules, hidden credentials, scoped signals,
+    /// the network of its own) cannot be set up here; `auto` says which layers are on.
+    #[arg(long, value_name = "MODE", value_parser = wavecrew_role_kit::worker_command::sandbox_parser())]
+    pub sandbox: Option<wavecrew_backends::config::SandboxMode>,
 }
 
 impl RunFlags {
@@ -84,6 +89,7 @@ impl RunFlags {
             backend: self.backend.clone(),
             hard_budget: self.hard_budget,
             config_file: config.map(Path::to_owned),
+            sandbox: self.sandbox,
             remote: None,
         }
     }
@@ -116,8 +122,15 @@ pub fn run(a: &RunArgs, config: Option<&Path>) -> CmdResult {
 }
 
 /// Reconcile (telling what was created or reset), check the graph, prune
-/// the stale worktrees of an earlier run.
-pub fn prepare(opened: &mut OpenSession) -> Result<(), CliError> {
+/// the stale worktrees of an earlier run, and check the agents' box
+/// (`sandbox`, from `--sandbox`, replaces `[isolation] sandbox`).
+pub fn prepare(
+    opened: &mut OpenSession,
+    sandbox: Option<wavecrew_backends::config::SandboxMode>,
+) -> Result<(), CliError> {
+    if let Some(mode) = sandbox {
+        opened.config.isolation.sandbox = mode;
+    }
     let r = opened.reconcile()?;
     for id in &r.created {
         output::warning(&format!("{}: created from task-analysis.json", id.as_str()));
@@ -128,53 +141,81 @@ pub fn prepare(opened: &mut OpenSession) -> Result<(), CliError> {
     opened.check_graph()?;
     opened.check_workspace()?;
     super::integration::prune_at_start(&opened.valid.dir);
-    if opened.config.isolation.sandbox == wavecrew_backends::config::SandboxMode::Required {
-        // Refused before any task: no agent runs without every layer.
-        let missing = match wavecrew_sys::sandbox::support() {
-            wavecrew_sys::sandbox::Support::Unavailable(why) => Some(format!(
-                "what agents write and read cannot be confined on this kernel (Landlock: {why})"
-            )),
-            wavecrew_sys::sandbox::Support::Enforced { scoped: false } => Some(
-                "signals and abstract unix sockets cannot be scoped on this kernel (Landlock \
-                 ABI 6, Linux 6.12, is needed)"
-                    .to_owned(),
-            ),
-            wavecrew_sys::sandbox::Support::Enforced { scoped: true } => None,
-        };
-        if missing.is_none() {
-            say_layers();
-        }
-        if let Some(missing) = missing {
-            return Err(CliError::bad_input(anyhow::anyhow!(
-                "[isolation] sandbox = \"required\" (wavecrew.toml): {missing}; no task was \
-                 started. Run on a kernel that has it, or set sandbox = \"auto\" to run with \
-                 the layers there are"
-            )));
-        }
-    }
-    if opened.config.isolation.sandbox == wavecrew_backends::config::SandboxMode::Auto {
-        // Said once, when a layer of the box is missing on this kernel.
-        match wavecrew_sys::sandbox::support() {
-            wavecrew_sys::sandbox::Support::Unavailable(why) => output::warning(&format!(
-                "agents run unconfined: this kernel cannot confine what they write (Landlock: \
-                 {why}); set [isolation] sandbox = \"off\" to silence this"
-            )),
-            scopes @ wavecrew_sys::sandbox::Support::Enforced { scoped: false } => {
-                output::warning(&format!("agents are kept from {}", scopes.describe()));
-            }
-            wavecrew_sys::sandbox::Support::Enforced { scoped: true } => say_layers(),
-        }
-    }
-    Ok(())
+    check_layers(&opened.config.isolation)
 }
 
-/// Say once, at the start of a run, which layers of the agents' box are
-/// on (all of this kernel's).
-fn say_layers() {
-    output::progress(&format!(
-        "agents are kept from {}; the network is not restricted",
-        wavecrew_sys::sandbox::support().describe()
-    ));
+/// The layers of the agents' box this machine can set up: with
+/// `sandbox = "required"`, a missing one refuses the run before any task
+/// (naming each and why); with `auto`, said once which are on.
+fn check_layers(isolation: &wavecrew_backends::config::IsolationConfig) -> Result<(), CliError> {
+    use wavecrew_backends::config::{NetworkMode, SandboxMode};
+    use wavecrew_sys::sandbox::Support;
+    if isolation.sandbox == SandboxMode::Off {
+        return Ok(());
+    }
+    let landlock = wavecrew_sys::sandbox::support();
+    let mut missing = Vec::new();
+    match &landlock {
+        Support::Unavailable(why) => missing.push(format!(
+            "what agents write and read cannot be confined on this kernel (Landlock: {why})"
+        )),
+        Support::Enforced { scoped: false } => missing.push(
+            "signals and abstract unix sockets cannot be scoped on this kernel (Landlock ABI 6, \
+             Linux 6.12, is needed)"
+                .to_owned(),
+        ),
+        Support::Enforced { scoped: true } => {}
+    }
+    let network = match isolation.network {
+        NetworkMode::Open => {
+            Ok("the network is not restricted ([isolation] network = \"open\")".to_owned())
+        }
+        mode => wavecrew_sys::agent_box::network_support()
+            .map(|()| match mode {
+                NetworkMode::None => {
+                    "they have no network ([isolation] network = \"none\")".to_owned()
+                }
+                _ => "their network reaches only their backend's model API, the base URLs \
+                      their configuration sets and [isolation] allow_hosts, through wavecrew's \
+                      egress proxy"
+                    .to_owned(),
+            })
+            .map_err(|why| format!("agents cannot get a network of their own: {why}")),
+    };
+    if let Err(why) = &network {
+        missing.push(why.clone());
+    }
+    if isolation.sandbox == SandboxMode::Required && !missing.is_empty() {
+        // Refused before any task: no agent runs without every layer.
+        return Err(CliError::bad_input(anyhow::anyhow!(
+            "[isolation] sandbox = \"required\" (wavecrew.toml or --sandbox): {}; no task was \
+             started. Run where every layer can be set up, or set sandbox = \"auto\" to run \
+             with the layers there are",
+            missing.join("; ")
+        )));
+    }
+    // Said once at the start: which layers are on, and what is missing.
+    if let Support::Unavailable(why) = &landlock {
+        output::warning(&format!(
+            "agents run unconfined: this kernel cannot confine what they write (Landlock: \
+             {why}); set [isolation] sandbox = \"off\" to silence this"
+        ));
+        return Ok(());
+    }
+    let said = format!(
+        "agents are kept from {}; {}",
+        landlock.describe(),
+        match &network {
+            Ok(on) => on.clone(),
+            Err(why) => format!("the network is not restricted: {why}"),
+        }
+    );
+    if missing.is_empty() {
+        output::progress(&said);
+    } else {
+        output::warning(&said);
+    }
+    Ok(())
 }
 
 /// Run the session at `session` in the foreground until its pipeline ends,
@@ -188,7 +229,7 @@ pub fn foreground(
     ui: Option<&super::ui::UiFlags>,
 ) -> CmdResult {
     let mut opened = OpenSession::open(session, spec.config_file.as_deref())?;
-    prepare(&mut opened)?;
+    prepare(&mut opened, spec.sandbox)?;
     if let Err(e) = opened.set_hard_budget(spec.hard_budget) {
         output::warning(&e.to_string());
     }

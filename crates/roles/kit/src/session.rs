@@ -102,6 +102,8 @@ pub struct OpenSpec<'a> {
     pub task: Option<&'a str>,
     /// `--backend`.
     pub backend: Option<String>,
+    /// `--sandbox`: replaces `[isolation] sandbox`.
+    pub sandbox: Option<wavecrew_backends::config::SandboxMode>,
     /// The bus key when it is not the folder's name (`team-session.json`'s
     /// `session_id`).
     pub bus_key: Option<&'a str>,
@@ -117,6 +119,7 @@ impl<'a> OpenSpec<'a> {
             config: None,
             task: None,
             backend: None,
+            sandbox: None,
             bus_key: None,
         }
     }
@@ -166,7 +169,10 @@ impl RoleSession {
                 flag: spec.flag.to_owned(),
                 path: spec.folder.to_owned(),
             })?;
-        let config = Config::discover(&root, spec.config)?;
+        let mut config = Config::discover(&root, spec.config)?;
+        if let Some(mode) = spec.sandbox {
+            config.isolation.sandbox = mode;
+        }
         let task = spec.task.map(TaskId::new).transpose()?;
         let (bus, _) = Bus::open(&root, session_id.as_str(), KeyUse::Write, Durability::Batch)?;
         let ctx = RoleContext::new(root, session_dir, session_id, config, share_bus(bus))

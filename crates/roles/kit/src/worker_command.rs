@@ -26,6 +26,7 @@
 
 use std::path::{Path, PathBuf};
 
+use wavecrew_backends::config::SandboxMode;
 use wavecrew_core::BlockerRule;
 use wavecrew_core::role::WorkerOptions;
 pub use wavecrew_scheduler::FailurePolicy;
@@ -54,6 +55,10 @@ pub struct WorkerCommand {
     /// ended (failed ones included) may be taken.
     #[arg(long, value_parser = failure_policy_parser(), default_value = "continue")]
     pub on_failure: FailurePolicy,
+    /// Replaces `[isolation] sandbox` (`wavecrew run --sandbox`):
+    /// `required` refuses to start an agent without every layer.
+    #[arg(long, value_name = "MODE", value_parser = sandbox_parser())]
+    pub sandbox: Option<SandboxMode>,
 }
 
 impl WorkerCommand {
@@ -67,6 +72,7 @@ impl WorkerCommand {
             config: None,
             fast_advance: false,
             on_failure: FailurePolicy::Continue,
+            sandbox: None,
         }
     }
 
@@ -92,6 +98,9 @@ impl WorkerCommand {
         }
         if let Some(c) = &self.config {
             flag("--config", c.display().to_string());
+        }
+        if let Some(mode) = self.sandbox {
+            flag("--sandbox", mode.name().to_owned());
         }
         if self.fast_advance {
             args.push("--fast-advance".to_owned());
@@ -119,6 +128,7 @@ impl WorkerCommand {
             config: self.config.as_deref(),
             task: self.task.as_deref(),
             backend: self.backend.clone(),
+            sandbox: self.sandbox,
             ..OpenSpec::session(self.session_dir()?)
         })
     }
@@ -140,6 +150,22 @@ pub fn blocker_rule(policy: FailurePolicy) -> BlockerRule {
         FailurePolicy::Always => BlockerRule::Ended,
         _ => BlockerRule::Completed,
     }
+}
+
+/// `--sandbox`: a [`SandboxMode`], parsed from its name.
+pub fn sandbox_parser() -> impl clap::builder::TypedValueParser<Value = SandboxMode> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(SandboxMode::ALL.map(|m| {
+        clap::builder::PossibleValue::new(m.name()).help(match m {
+            SandboxMode::Auto => "Every layer this machine has; say which",
+            SandboxMode::Off => "No box",
+            SandboxMode::Required => "Every layer, or no agent at all",
+        })
+    }))
+    .map(|s| {
+        s.parse::<SandboxMode>()
+            .expect("clap admits only the modes' names")
+    })
 }
 
 /// `--on-failure`: the scheduler's [`FailurePolicy`], parsed from its name.
@@ -189,6 +215,7 @@ mod tests {
                 config: Some("/c/wavecrew.toml".into()),
                 fast_advance: true,
                 on_failure,
+                sandbox: Some(SandboxMode::Required),
             };
             assert_eq!(round_trip(&full), full);
         }
