@@ -1830,3 +1830,174 @@ fn network_none_lets_nothing_out_and_open_is_the_machines_network() {
     assert!(tried(&said, "DIRECT").contains("DIRECT OK"), "{said}");
     assert!(sink.received().starts_with("DIRECT "), "{said}");
 }
+
+/// The whole box as people run it, as an unprivileged user (`nobody`,
+/// through `setpriv`; the test runs as root): the agent's user namespace
+/// maps the user to itself, its network goes only through the proxy, its
+/// writes stay in its worktree and the planted key is not read.
+#[test]
+fn the_box_works_for_an_unprivileged_user() {
+    const NOBODY: &str = "65534";
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test switches to an unprivileged user, which needs root"
+    );
+    let tmp = TempProject::new();
+    let base = tmp.path().canonicalize().unwrap();
+    let root = app_root(&tmp);
+    let home = base.join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_ed25519"), "SECRET-KEY\n").unwrap();
+    let sink = LoopbackServer::start(false);
+    let allowed = LoopbackServer::start(true);
+    network_project(&root, sink.port, allowed.port, "");
+    // wavecrew and its workers and box, beside each other in a folder the
+    // user can reach (hard links: no copy of the binaries).
+    let bin = base.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let built = wavecrew_testkit::bin_path("wavecrew");
+    for entry in std::fs::read_dir(built.parent().unwrap())
+        .unwrap()
+        .flatten()
+    {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("wavecrew") && !name.contains('.') && entry.path().is_file() {
+            let to = bin.join(&name);
+            if std::fs::hard_link(entry.path(), &to).is_err() {
+                std::fs::copy(entry.path(), &to).unwrap();
+            }
+        }
+    }
+    let chown = std::process::Command::new("chown")
+        .args(["-R", &format!("{NOBODY}:{NOBODY}")])
+        .arg(&base)
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", NOBODY, "--regid", NOBODY, "--clear-groups", "--"])
+        .arg(bin.join("wavecrew"))
+        .args(["run", "wavecrew.tasks.toml"])
+        .current_dir(&root)
+        .env_clear()
+        .env("HOME", &home)
+        .env("PATH", "/usr/bin:/bin")
+        .env("NO_COLOR", "1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("their network reaches only their backend's model API"),
+        "{all}"
+    );
+    let session = root.join(".workflow/.team/TC-net");
+    let said = stdout_of(&session, "IMPL-001");
+    assert!(tried(&said, "DIRECT").contains(" FAIL "), "{said}");
+    assert!(
+        tried(&said, "HTTP-SINK").contains("403 Forbidden"),
+        "{said}"
+    );
+    assert!(
+        tried(&said, "HTTP-ALLOWED").contains("ok-from-allowed"),
+        "{said}"
+    );
+    assert_eq!(sink.received(), "", "{said}");
+    assert!(
+        !allowed.received().contains("SECRET"),
+        "{}",
+        allowed.received()
+    );
+    // The repository is the user's now: root reads it by leave.
+    let loot = git(
+        &root,
+        &["-c", "safe.directory=*", "show", "wavecrew/TC-net:loot.txt"],
+    );
+    assert!(!loot.contains("SECRET"), "{loot}");
+}
+
+/// Runs its arguments as a command that cannot make user namespaces, as
+/// on a machine that restricts them (Ubuntu 24.04's AppArmor rule,
+/// `user.max_user_namespaces = 0`): a seccomp filter answers `unshare`
+/// with `EPERM`.
+const WITHOUT_USER_NAMESPACES: &str = r"import ctypes, os, platform, struct, sys
+EPERM, RET_ERRNO, RET_ALLOW = 1, 0x00050000, 0x7fff0000
+UNSHARE = {'x86_64': 272, 'aarch64': 97}[platform.machine()]
+def op(code, jt, jf, k):
+    return struct.pack('HBBI', code, jt, jf, k)
+prog = op(0x20, 0, 0, 0) + op(0x15, 0, 1, UNSHARE) + op(0x06, 0, 0, RET_ERRNO | EPERM)
+prog += op(0x06, 0, 0, RET_ALLOW)
+buf = ctypes.create_string_buffer(prog)
+fprog = struct.pack('HxxxxxxQ', len(prog) // 8, ctypes.addressof(buf))
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.c_char_p(fprog)) != 0:
+    sys.exit('seccomp: %d' % ctypes.get_errno())
+os.execv(sys.argv[1], sys.argv[1:])
+";
+
+/// Where agents cannot get a network of their own, `required` refuses
+/// before any task, naming the layer and why; `auto` runs the task on the
+/// machine's network and says so once.
+#[test]
+fn a_required_sandbox_refuses_to_run_without_a_network_of_its_own() {
+    let tmp = TempProject::new();
+    let root = app_root(&tmp);
+    let sink = LoopbackServer::start(false);
+    let allowed = LoopbackServer::start(true);
+    network_project(&root, sink.port, allowed.port, "sandbox = \"required\"\n");
+    let run = |root: &Path, args: &[&str]| {
+        let out = std::process::Command::new("python3")
+            .args(["-c", WITHOUT_USER_NAMESPACES])
+            .arg(wavecrew_testkit::bin_path("wavecrew"))
+            .args(args)
+            .current_dir(root)
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let (code, all) = run(&root, &["run", "wavecrew.tasks.toml"]);
+    assert_eq!(code, Some(2), "{all}");
+    assert!(
+        all.contains("[isolation] sandbox = \"required\"")
+            && all.contains("agents cannot get a network of their own")
+            && all.contains("user namespaces"),
+        "{all}"
+    );
+    let session = root.join(".workflow/.team/TC-net");
+    assert!(
+        !session.join("attempts/IMPL-001").exists(),
+        "a task started: {all}"
+    );
+    // `auto` from the command line: the task runs, the network said open.
+    let (code, all) = run(&root, &["run", "wavecrew.tasks.toml", "--sandbox", "auto"]);
+    assert_eq!(code, Some(0), "{all}");
+    assert_eq!(
+        all.matches("the network is not restricted: agents cannot get a network of their own")
+            .count(),
+        1,
+        "{all}"
+    );
+    let said = stdout_of(&session, "IMPL-001");
+    assert!(tried(&said, "DIRECT").contains("DIRECT OK"), "{said}");
+    // And `--sandbox required` on a machine that has every layer runs.
+    let o = run_bin(
+        "wavecrew",
+        &["run", "wavecrew.tasks.toml", "--sandbox", "required"],
+        &root,
+    );
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+}
