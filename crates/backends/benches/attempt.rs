@@ -10,8 +10,13 @@
 //! * `attempt_git_repo`: the same in a git work tree (two `git status`);
 //! * `attempt_boxed`: `attempt_plain_dir` with the whole box of the
 //!   default mode (the write rules, the credential files of a home with
-//!   90 entries hidden, the scopes, the withheld variables), against
-//!   `sandbox = "off"`;
+//!   90 entries hidden, the scopes, the withheld variables, and the
+//!   network of its own: `wavecrew-box`, its namespace and the egress
+//!   proxy), against `sandbox = "off"`; `attempt_boxed_open_network`: the
+//!   same box with `network = "open"` (no `wavecrew-box`);
+//! * `cargo_task_off` and `cargo_task_boxed`: one real-project task both
+//!   ways, an agent that rebuilds a crate with a dependency
+//!   (`touch src/lib.rs && cargo build --offline`);
 //! * `governor_admit_release`: what the governor adds to every attempt —
 //!   one admission and one release through `governor.json` (two locked,
 //!   fsynced rewrites);
@@ -93,7 +98,32 @@ fn bench(c: &mut Criterion) {
         req.sandbox =
             wavecrew_backends::confine::writable(&config, plain.path(), None, boxed_session.path());
         assert!(req.sandbox.is_some(), "the default mode confines");
+        let o = rt.block_on(boxed_backend.run(&req));
+        assert_eq!(
+            o.network.map(|n| n.mode).as_deref(),
+            Some("allowlist"),
+            "the default mode gives the agent a network of its own"
+        );
         b.iter(|| rt.block_on(boxed_backend.run(&req)));
+    });
+    let open_config = Config::parse(
+        "[backends.noop]\nkind = \"command\"\nargv = [\"true\"]\n\n\
+         [isolation]\nnetwork = \"open\"\n",
+        Path::new("wavecrew.toml"),
+    )
+    .unwrap();
+    let open_backend = CliBackend::configured(open_config.backend("noop").unwrap(), &open_config);
+    g.bench_function("attempt_boxed_open_network", |b| {
+        let home = boxed_session.path().join("home");
+        let mut req = request(plain.path(), &out.path().join("boxed-open"));
+        req.env.insert("HOME".into(), home.display().to_string());
+        req.sandbox = wavecrew_backends::confine::writable(
+            &open_config,
+            plain.path(),
+            None,
+            boxed_session.path(),
+        );
+        b.iter(|| rt.block_on(open_backend.run(&req)));
     });
     let repo = tempfile::tempdir().unwrap();
     wavecrew_testkit::git::git_ok(repo.path(), &["init", "-q"]);
@@ -178,9 +208,92 @@ fn bench(c: &mut Criterion) {
         });
     });
     g.finish();
+    cargo_task(c, &rt);
+}
+
+/// One real-project task, in the box of the default mode and without:
+/// the agent rebuilds a crate that depends on `itoa` (from the registry
+/// cache, offline), as an agent's `cargo build` after an edit does.
+fn cargo_task(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
+    let project = tempfile::tempdir().unwrap();
+    let dir = project.path();
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"task\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+         [dependencies]\nitoa = \"1\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/lib.rs"),
+        "pub fn show(n: u64) -> String {\n    itoa::Buffer::new().format(n).to_owned()\n}\n",
+    )
+    .unwrap();
+    // The lockfile and the first build, outside the measure.
+    let first = Command::new("cargo")
+        .args(["build", "--offline", "-q"])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(first.success(), "the task's crate builds offline");
+    let text = "[backends.cargo]\nkind = \"command\"\n\
+                argv = [\"sh\", \"-c\", \"touch src/lib.rs && cargo build --offline -q\"]\n";
+    let config = Config::parse(text, Path::new("wavecrew.toml")).unwrap();
+    let backend = CliBackend::configured(config.backend("cargo").unwrap(), &config);
+    let session = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let mut g = c.benchmark_group("real_task");
+    g.sample_size(10);
+    g.bench_function("cargo_task_off", |b| {
+        let req = request(dir, &out.path().join("off"));
+        b.iter(|| {
+            let o = rt.block_on(backend.run(&req));
+            assert_eq!(o.exit_code, Some(0), "{o:?}");
+        });
+    });
+    g.bench_function("cargo_task_boxed", |b| {
+        let mut req = request(dir, &out.path().join("boxed"));
+        req.sandbox = wavecrew_backends::confine::writable(&config, dir, None, session.path());
+        b.iter(|| {
+            let o = rt.block_on(backend.run(&req));
+            assert_eq!(o.exit_code, Some(0), "{o:?}");
+        });
+    });
+    g.finish();
+}
+
+/// `wavecrew-box` beside this bench (in `target/<profile>/`), built there
+/// when it is not: the box of the default mode needs it.
+fn build_the_box() {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
+    if profile_dir.join("wavecrew-box").is_file() {
+        return;
+    }
+    let profile = if profile_dir.ends_with("release") {
+        "release"
+    } else {
+        "dev"
+    };
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let built = Command::new(cargo)
+        .args([
+            "build",
+            "-q",
+            "--profile",
+            profile,
+            "-p",
+            "wavecrew-cli",
+            "--bin",
+            "wavecrew-box",
+        ])
+        .status()
+        .unwrap();
+    assert!(built.success(), "cannot build wavecrew-box");
 }
 
 fn main() {
+    build_the_box();
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c);
     c.final_summary();
