@@ -1677,9 +1677,28 @@ pathlib.Path('loot.txt').write_text('\n'.join(loot) + '\n')
 print(' | '.join(said))
 ";
 
+/// Where the network project allows `localhost:<allowed>` (by name only).
+#[derive(Clone, Copy)]
+enum Allowed {
+    /// `[isolation] allow_hosts` in `wavecrew.toml`.
+    InConfig,
+    /// The task's own `allow_hosts` in the task file.
+    InTask,
+}
+
 /// The network project: `NETWORK_AGENT` as IMPL-001, `localhost:<allowed>`
-/// in `[isolation] allow_hosts` (by name only), `extra` after it.
-fn network_project(root: &Path, sink: u16, allowed: u16, extra: &str) {
+/// allowed where `allowed_in` says, `extra` after `[isolation]`.
+fn network_project(root: &Path, sink: u16, allowed: u16, allowed_in: Allowed, extra: &str) {
+    let (config_hosts, task_hosts) = match allowed_in {
+        Allowed::InConfig => (
+            format!("allow_hosts = [\"localhost:{allowed}\"]\n"),
+            String::new(),
+        ),
+        Allowed::InTask => (
+            String::new(),
+            format!("allow_hosts = [\"localhost:{allowed}\"]\n"),
+        ),
+    };
     commit_project(
         root,
         &[
@@ -1691,12 +1710,14 @@ fn network_project(root: &Path, sink: u16, allowed: u16, extra: &str) {
             ("agent.py", NETWORK_AGENT),
             (
                 "wavecrew.tasks.toml",
-                "goal = \"Network\"\nsession = \"TC-net\"\n\n\
-                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Write loot.txt\"\n",
+                &format!(
+                    "goal = \"Network\"\nsession = \"TC-net\"\n\n\
+                     [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Write loot.txt\"\n{task_hosts}"
+                ),
             ),
         ],
         &[&sink.to_string(), &allowed.to_string()],
-        &format!("\n[isolation]\nallow_hosts = [\"localhost:{allowed}\"]\n{extra}"),
+        &format!("\n[isolation]\n{config_hosts}{extra}"),
     );
 }
 
@@ -1722,7 +1743,7 @@ fn a_confined_agent_reaches_only_the_hosts_it_is_allowed() {
     std::fs::write(home.join(".ssh/id_ed25519"), "SECRET-KEY\n").unwrap();
     let sink = LoopbackServer::start(false);
     let allowed = LoopbackServer::start(true);
-    network_project(&root, sink.port, allowed.port, "");
+    network_project(&root, sink.port, allowed.port, Allowed::InTask, "");
     let (code, all) = run_as_user_of(&home, &root, &["run", "wavecrew.tasks.toml"], &[]);
     assert_eq!(code, Some(0), "{all}");
     assert!(
@@ -1797,7 +1818,13 @@ fn network_none_lets_nothing_out_and_open_is_the_machines_network() {
     let root = app_root(&tmp);
     let sink = LoopbackServer::start(false);
     let allowed = LoopbackServer::start(true);
-    network_project(&root, sink.port, allowed.port, "network = \"none\"\n");
+    network_project(
+        &root,
+        sink.port,
+        allowed.port,
+        Allowed::InConfig,
+        "network = \"none\"\n",
+    );
     let o = run_bin("wavecrew", &["run", "wavecrew.tasks.toml"], &root);
     let (code, all) = (o.code, format!("{}{}", o.stdout, o.stderr));
     assert_eq!(code, 0, "{all}");
@@ -1850,7 +1877,7 @@ fn the_box_works_for_an_unprivileged_user() {
     std::fs::write(home.join(".ssh/id_ed25519"), "SECRET-KEY\n").unwrap();
     let sink = LoopbackServer::start(false);
     let allowed = LoopbackServer::start(true);
-    network_project(&root, sink.port, allowed.port, "");
+    network_project(&root, sink.port, allowed.port, Allowed::InConfig, "");
     // wavecrew and its workers and box, beside each other in a folder the
     // user can reach (hard links: no copy of the binaries).
     let bin = base.join("bin");
@@ -1949,7 +1976,13 @@ fn a_required_sandbox_refuses_to_run_without_a_network_of_its_own() {
     let root = app_root(&tmp);
     let sink = LoopbackServer::start(false);
     let allowed = LoopbackServer::start(true);
-    network_project(&root, sink.port, allowed.port, "sandbox = \"required\"\n");
+    network_project(
+        &root,
+        sink.port,
+        allowed.port,
+        Allowed::InConfig,
+        "sandbox = \"required\"\n",
+    );
     let run = |root: &Path, args: &[&str]| {
         let out = std::process::Command::new("python3")
             .args(["-c", WITHOUT_USER_NAMESPACES])

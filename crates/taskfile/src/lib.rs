@@ -333,6 +333,21 @@ impl Checker<'_> {
                 );
             }
         }
+        for (j, host) in file.allow_hosts.iter().enumerate() {
+            if let Err(e) = wavecrew_core::allow_hosts::AllowList::parse(std::slice::from_ref(host))
+            {
+                self.problem(&(0..0), format!("allow_hosts[{j}]"), e);
+            }
+        }
+        for (i, task) in file.tasks.iter().enumerate() {
+            for (j, host) in task.get_ref().allow_hosts.iter().enumerate() {
+                if let Err(e) =
+                    wavecrew_core::allow_hosts::AllowList::parse(std::slice::from_ref(host))
+                {
+                    self.problem(&task.span(), format!("tasks[{i}].allow_hosts[{j}]"), e);
+                }
+            }
+        }
         if !self.problems.is_empty() {
             return Err(self.fail());
         }
@@ -353,6 +368,16 @@ impl Checker<'_> {
             blocks.sort();
             let mut task =
                 session::task_record(&id, def, role, file.backend.as_deref(), deps, blocks);
+            // The hosts its agent may reach: the file's, then its own.
+            let hosts: Vec<&str> = file
+                .allow_hosts
+                .iter()
+                .chain(&def.allow_hosts)
+                .map(String::as_str)
+                .collect();
+            if !hosts.is_empty() {
+                task.metadata.insert("allow_hosts".into(), hosts.into());
+            }
             // A person reviews its work before it lands: the task's word,
             // else its role's, else the file's.
             if def.review.or(role.review).or(file.review) == Some(model::Review::Human) {
@@ -634,6 +659,25 @@ mod tests {
     fn bad_id_is_named() {
         let e = err(&format!("{HEAD}[[tasks]]\nid = \"../x\"\ntitle = \"x\"\n"));
         assert!(e.starts_with("t.toml:4:6: field `tasks[0].id`:"), "{e}");
+    }
+
+    #[test]
+    fn allow_hosts_of_the_file_and_the_task_reach_its_metadata_and_bad_ones_are_named() {
+        let text = "goal = \"g\"\nsession = \"TC-x\"\nallow_hosts = [\"*.crates.io\"]\n\
+                    [[tasks]]\nid = \"IMPL-1\"\ntitle = \"a\"\nallow_hosts = [\"registry.npmjs.org\"]\n";
+        let plan = plan(text, Path::new("t.toml"), Path::new(".")).unwrap();
+        assert_eq!(
+            plan.tasks[0].metadata["allow_hosts"],
+            serde_json::json!(["*.crates.io", "registry.npmjs.org"])
+        );
+        let e = err(&format!(
+            "{HEAD}[[tasks]]\ntitle = \"x\"\nallow_hosts = [\"ok.example\", \"bad host\"]\n"
+        ));
+        assert!(
+            e.starts_with("t.toml:3:1: field `tasks[0].allow_hosts[1]`"),
+            "{e}"
+        );
+        assert!(e.contains("`bad host` is not a host"), "{e}");
     }
 
     #[test]

@@ -43,6 +43,11 @@ pub struct TaskFile {
     /// a role or a task can say otherwise.
     #[serde(default)]
     pub review: Option<Review>,
+    /// Hosts every task's agent may reach besides its backend's model API
+    /// and `[isolation] allow_hosts` (`registry.npmjs.org`, `*.crates.io`,
+    /// `127.0.0.1:8080`; an IP literal only when listed).
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
     /// Roles besides the built-in `developer` and `reviewer`, or new
     /// instructions for those: `[roles.<name>]`.
     #[serde(default)]
@@ -130,6 +135,11 @@ pub struct TaskDef {
     /// gone or newly skipped fails the task, naming it.
     #[serde(default)]
     pub may_remove_tests: bool,
+    /// Hosts this task's agent may reach besides the file's `allow_hosts`,
+    /// its backend's model API and `[isolation] allow_hosts` (a task that
+    /// needs the package registries: `registry.npmjs.org`).
+    #[serde(default)]
+    pub allow_hosts: Vec<String>,
     /// What must hold when the task is done: a sentence, or a table with a
     /// `verify` command that proves it.
     #[serde(default)]
