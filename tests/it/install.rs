@@ -53,6 +53,7 @@ fn cargo_install_puts_working_binaries_on_path() {
         "wavecrew-planex",
         "wavecrew-roadmap",
         "wavecrew-scripted-agent",
+        "wavecrew-box",
     ] {
         assert!(bin.join(name).is_file(), "{name} is installed");
     }
