@@ -1806,6 +1806,14 @@ fn a_confined_agent_reaches_only_the_hosts_it_is_allowed() {
         refused.iter().any(|r| r.contains("SOCKS")),
         "the SOCKS greeting is named: {outcome:#}"
     );
+    // The task's result carries it in its evidence too.
+    let store = wavecrew_core::FileTaskStore::for_session(&session);
+    let task = store.get(&TaskId::new("IMPL-001").unwrap()).unwrap();
+    let result = task.result.unwrap_or_default();
+    assert_eq!(
+        result["evidence"]["attempts"][0]["network"], *network,
+        "{result:#}"
+    );
     let loot = git(&root, &["show", "wavecrew/TC-net:loot.txt"]);
     assert!(!loot.contains("SECRET"), "a secret landed: {loot}");
 }

@@ -485,10 +485,19 @@ impl Executor {
             "syntax": e.syntax,
             "acceptance": e.acceptance,
             "affected_tests": e.tests.iter().map(|t| json!({"source": t.source, "test": t.test})).collect::<Vec<_>>(),
-            "attempts": run.map(|r| r.attempts.iter().map(|a| json!({
-                "attempt": a.attempt, "backend": a.outcome.backend, "outcome": a.outcome.outcome.name(),
-                "duration_ms": a.outcome.duration_ms, "session_id": a.outcome.session_id,
-            })).collect::<Vec<_>>()),
+            "attempts": run.map(|r| r.attempts.iter().map(|a| {
+                let mut attempt = json!({
+                    "attempt": a.attempt, "backend": a.outcome.backend,
+                    "outcome": a.outcome.outcome.name(), "duration_ms": a.outcome.duration_ms,
+                    "session_id": a.outcome.session_id,
+                });
+                // The hosts its network reached and was refused, when it had
+                // one of its own.
+                if let Some(network) = &a.outcome.network {
+                    attempt["network"] = json!(network);
+                }
+                attempt
+            }).collect::<Vec<_>>()),
             "backend_switches": run.map(|r| r.switches.clone()),
             "backend_decision": work.decision,
             "code_review_decision": work.review.1,
