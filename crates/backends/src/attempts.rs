@@ -45,7 +45,7 @@ pub enum AttemptEvent {
         /// Its number.
         attempt: u32,
         /// What it did.
-        outcome: AttemptOutcome,
+        outcome: Box<AttemptOutcome>,
     },
     /// Another backend takes over.
     Switched(Switch),
@@ -402,7 +402,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
             off_runtime(|| record_release(&attempt_dir, &governor, admitted));
             (spec.on_event)(&AttemptEvent::Finished {
                 attempt: attempt_no,
-                outcome: outcome.clone(),
+                outcome: Box::new(outcome.clone()),
             });
             let jitter: f64 = rand::rng().random();
             let step = next_step(&outcome, retries, &config.routing, jitter);

@@ -301,12 +301,12 @@ pub async fn supervise_until(
         }
     };
     let mut cmd = match &boxed {
-        Some((program, _, _)) => Command::new(program),
+        Some(b) => Command::new(&b.program),
         None => Command::new(&spawn.program),
     };
     new_group(&mut cmd);
     match &boxed {
-        Some((_, argv, _)) => cmd.args(argv),
+        Some(b) => cmd.args(&b.argv),
         None => cmd.args(&spawn.args),
     };
     cmd.current_dir(&spawn.cwd)
@@ -480,7 +480,7 @@ pub async fn supervise_until(
         (None, Some(Err(e))) => Ended::SpawnFailed(format!("waiting for the child: {e}")),
         (None, None) => Ended::SpawnFailed("the child vanished".into()),
     };
-    if let Some((_, _, network)) = &boxed {
+    if let Some(BoxedStart { proxy: network, .. }) = &boxed {
         // A box that could not set its layers up never started the agent.
         if let Ended::Exited {
             code: Some(wavecrew_sys::agent_box::BOX_FAILED),
@@ -515,16 +515,7 @@ pub async fn supervise_until(
 /// argv, and the egress proxy it hands its listener to (none for
 /// [`AgentNetwork::None`]). `Ok(None)`: no box (unconfined, the network
 /// open, or no box here outside `required`: the run said so at its start).
-fn boxed_start(
-    spawn: &Spawn,
-) -> Result<
-    Option<(
-        PathBuf,
-        Vec<std::ffi::OsString>,
-        Option<crate::egress::EgressProxy>,
-    )>,
-    String,
-> {
+fn boxed_start(spawn: &Spawn) -> Result<Option<BoxedStart>, String> {
     use wavecrew_sys::agent_box::{BoxNetwork, BoxSpec, box_program};
     let Some(writable) = &spawn.writable else {
         return Ok(None);
@@ -560,8 +551,23 @@ fn boxed_start(
         required: spawn.required,
         network,
     };
-    let argv = spec.argv(&spawn.program, &spawn.args);
-    Ok(Some((program.to_owned(), argv, proxy)))
+    Ok(Some(BoxedStart {
+        program: program.to_owned(),
+        argv: spec.argv(&spawn.program, &spawn.args),
+        proxy,
+    }))
+}
+
+/// An agent started through its box ([`boxed_start`]).
+struct BoxedStart {
+    /// `wavecrew-box`.
+    program: PathBuf,
+    /// Its arguments: the box's spec, then the agent's program and
+    /// arguments.
+    argv: Vec<std::ffi::OsString>,
+    /// The egress proxy the box hands its listener to (none for
+    /// [`AgentNetwork::None`]).
+    proxy: Option<crate::egress::EgressProxy>,
 }
 
 /// Sleep until `deadline`; never resolves without one.

@@ -74,33 +74,33 @@ pub struct BoxSpec {
 impl BoxSpec {
     /// The box's arguments that start `program args`.
     pub fn argv(&self, program: &Path, args: &[String]) -> Vec<OsString> {
-        let mut argv: Vec<OsString> = Vec::new();
+        let mut out: Vec<OsString> = Vec::new();
         for p in &self.writable {
-            argv.push("--write".into());
-            argv.push(p.into());
+            out.push("--write".into());
+            out.push(p.into());
         }
         for p in &self.hidden {
-            argv.push("--hide".into());
-            argv.push(p.into());
+            out.push("--hide".into());
+            out.push(p.into());
         }
         if self.required {
-            argv.push("--required".into());
+            out.push("--required".into());
         }
         match &self.network {
             BoxNetwork::Shared => {}
             BoxNetwork::None => {
-                argv.push("--network".into());
-                argv.push("none".into());
+                out.push("--network".into());
+                out.push("none".into());
             }
             BoxNetwork::Proxy(socket) => {
-                argv.push("--network-proxy".into());
-                argv.push(socket.into());
+                out.push("--network-proxy".into());
+                out.push(socket.into());
             }
         }
-        argv.push("--".into());
-        argv.push(program.into());
-        argv.extend(args.iter().map(OsString::from));
-        argv
+        out.push("--".into());
+        out.push(program.into());
+        out.extend(args.iter().map(OsString::from));
+        out
     }
 
     /// Read a box's arguments back ([`BoxSpec::argv`]): the spec, the
@@ -134,7 +134,7 @@ impl BoxSpec {
                     let program = it.next().cloned().ok_or("no program after `--`")?;
                     return Ok((spec, program, it.cloned().collect()));
                 }
-                _ => return Err(format!("unknown argument {arg:?}")),
+                _ => return Err(format!("unknown argument `{}`", arg.display())),
             }
         }
         Err("no program (`-- PROGRAM [ARG]…`)".to_owned())
@@ -198,15 +198,14 @@ fn box_then_exec() -> i32 {
             }
         }
     }
-    match crate::sandbox::confine_this_thread(&spec.writable, &spec.hidden) {
-        Ok(_) => {}
-        Err(e) if spec.required => {
-            return fail(format!(
-                "[isolation] sandbox = \"required\" and the agent cannot be confined: {e}"
-            ));
-        }
-        // No Landlock here: the run said so once at its start.
-        Err(_) => {}
+    // Without Landlock here the agent runs unconfined (the run said so
+    // once at its start), unless the box is required.
+    if let Err(e) = crate::sandbox::confine_this_thread(&spec.writable, &spec.hidden)
+        && spec.required
+    {
+        return fail(format!(
+            "[isolation] sandbox = \"required\" and the agent cannot be confined: {e}"
+        ));
     }
     let e = command.exec();
     fail(format!(
@@ -236,13 +235,11 @@ pub fn box_program() -> Option<&'static Path> {
                     ]
                 })
                 .map(|d| d.join(BOX_PROGRAM));
-            let in_path = std::env::var_os("PATH")
-                .map(|p| {
-                    std::env::split_paths(&p)
-                        .map(|d| d.join(BOX_PROGRAM))
-                        .collect()
-                })
-                .unwrap_or_else(Vec::new);
+            let in_path: Vec<PathBuf> = std::env::var_os("PATH").map_or_else(Vec::new, |p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join(BOX_PROGRAM))
+                    .collect()
+            });
             beside.chain(in_path).find(|p| p.is_file())
         })
         .as_deref()
