@@ -190,6 +190,29 @@ pub(crate) fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bo
     }
 }
 
+/// What another process writes, read until `done` holds of it, within
+/// `limit`: the state that held (read once more is never needed). When
+/// the bound passes, the failure says what it saw last.
+pub(crate) fn wait_for_state<T: std::fmt::Debug>(
+    what: &str,
+    limit: Duration,
+    mut read: impl FnMut() -> T,
+    done: impl Fn(&T) -> bool,
+) -> T {
+    let start = Instant::now();
+    loop {
+        let seen = read();
+        if done(&seen) {
+            return seen;
+        }
+        assert!(
+            start.elapsed() < limit,
+            "timed out after {limit:?} waiting for {what}; last seen: {seen:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator() {
     let hosts = Hosts::start(4);

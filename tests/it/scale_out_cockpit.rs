@@ -21,7 +21,7 @@ use wavecrew_core::{FileTaskStore, Task, TaskId, TaskStatus, TaskStore};
 use wavecrew_testkit::{bin_path, run_bin};
 
 use crate::hosts::{HostProcess, Hosts};
-use crate::scale_out::{per_task, records, wait_for, wavecrew, worker};
+use crate::scale_out::{per_task, records, wait_for, wait_for_state, wavecrew, worker};
 use crate::team::git;
 
 const SESSION: &str = "TC-hoststeer-2026-11-25";
@@ -303,18 +303,18 @@ impl Drop for Ui {
     }
 }
 
-/// The network namespace of `host` (as `/proc/<pid>/ns/net` names it):
-/// what tells this test's agents from those of the tests beside it.
-fn host_net(hosts: &Hosts, host: &str) -> PathBuf {
-    hosts.on_host(host, || {
-        std::fs::read_link("/proc/thread-self/ns/net").unwrap()
-    })
+/// The folder of `host`'s worker (its `--data-dir`), where its attempts'
+/// worktrees are: what tells this test's agents from those of the tests
+/// beside it. (Not the host's network namespace: each agent has one of its
+/// own, inside its box.)
+fn host_data(hosts: &Hosts, host: &str) -> PathBuf {
+    hosts.disk(host).join("wavecrew")
 }
 
-/// The scripted agents working for `task` now on the host whose network
-/// namespace is `net` (their working folder is an attempt's worktree of it
+/// The scripted agents working for `task` now on the host whose worker
+/// keeps its data in `data` (their working folder is an attempt's worktree
 /// there); an agent left without its worker still counts.
-fn agents_of(task: &str, net: &Path) -> Vec<u32> {
+fn agents_of(task: &str, data: &Path) -> Vec<u32> {
     let needle = format!("/work/{task}-");
     std::fs::read_dir("/proc")
         .unwrap()
@@ -324,11 +324,8 @@ fn agents_of(task: &str, net: &Path) -> Vec<u32> {
             let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
             let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).unwrap_or_default();
             String::from_utf8_lossy(&cmd).contains("wavecrew-scripted-agent")
+                && cwd.starts_with(data)
                 && cwd.to_string_lossy().contains(&needle)
-                && std::fs::read_link(format!("/proc/{pid}/ns/net"))
-                    .ok()
-                    .as_deref()
-                    == Some(net)
         })
         .collect()
 }
@@ -358,7 +355,7 @@ title = "quick"
     let session_arg = session.display().to_string();
     let hosts = Hosts::start(2);
     let w = worker(&hosts, "h2");
-    let net = host_net(&hosts, "h2");
+    let net = host_data(&hosts, "h2");
     let c = coordinator(&hosts, root);
 
     wait_for("IMPL-001 running on h2", PATIENCE, || {
@@ -366,6 +363,40 @@ title = "quick"
             t.status == TaskStatus::InProgress && t.lease.is_some_and(|l| l.host == "h2")
         }) && !agents_of("IMPL-001", &net).is_empty()
     });
+    // h2's records reach the session's bus while its attempt runs (the
+    // agent sleeps ten minutes): the start of the attempt is there long
+    // before its end, stamped when it landed, with when h2 wrote it.
+    let started = |all: &[Value]| {
+        all.iter()
+            .find(|r| {
+                r["data"]["host"] == "h2"
+                    && r["data"]["task_id"] == "IMPL-001"
+                    && r["summary"]
+                        .as_str()
+                        .is_some_and(|s| s.contains("IMPL-001 attempt 1 via demo"))
+            })
+            .cloned()
+    };
+    let record = wait_for_state(
+        "h2's record of IMPL-001's attempt on the session's bus",
+        Duration::from_secs(60),
+        || records(&session),
+        |all| started(all).is_some(),
+    );
+    let record = started(&record).unwrap();
+    assert!(
+        agents_of("IMPL-001", &net).len() == 1
+            && task(root, "IMPL-001").is_some_and(|t| t.status == TaskStatus::InProgress),
+        "the record came with the attempt's end, not while it ran: {record}\n{}",
+        logs(&c, &w)
+    );
+    let at = |v: &Value| v.as_str().and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    if let (Some(written), Some(landed)) = (at(&record["data"]["host_ts"]), at(&record["ts"])) {
+        eprintln!(
+            "h2's record landed {} ms after h2 wrote it",
+            landed.duration_since(written).as_millis()
+        );
+    }
     // The page shows where it runs.
     let ui = Ui::start(root, &session);
     let (code, view) = ui.get("/api/session");
@@ -411,12 +442,19 @@ title = "quick"
     wait_for("the agent on h2 to stop", Duration::from_secs(30), || {
         agents_of("IMPL-001", &net).is_empty()
     });
-    let all = records(&session);
-    let cancelled: Vec<&Value> = all
-        .iter()
-        .filter(|r| r["type"] == "task_cancelled" && r["data"]["task_id"] == "IMPL-001")
-        .collect();
-    assert_eq!(cancelled.len(), 1, "{all:?}");
+    // The cancel's record lands through the bus mirror: waited for.
+    let cancelled = wait_for_state(
+        "IMPL-001's task_cancelled record",
+        Duration::from_secs(60),
+        || {
+            records(&session)
+                .into_iter()
+                .filter(|r| r["type"] == "task_cancelled" && r["data"]["task_id"] == "IMPL-001")
+                .collect::<Vec<Value>>()
+        },
+        |found| !found.is_empty(),
+    );
+    assert_eq!(cancelled.len(), 1, "{cancelled:?}");
     assert_eq!(cancelled[0]["data"]["host"], "h2");
     assert!(
         !wavecrew_core::Control::new(&session).cancel_requested(&TaskId::new("IMPL-001").unwrap())
@@ -649,7 +687,7 @@ depends_on = ["IMPL-001"]
     // Dropped first: every process on the hosts is killed, on a failure too.
     let hosts = Hosts::start(2);
     let w = worker(&hosts, "h2");
-    let net = host_net(&hosts, "h2");
+    let net = host_data(&hosts, "h2");
     let c = coordinator(&hosts, root);
     let held = ["IMPL-002", "IMPL-003"];
 

@@ -500,7 +500,9 @@ impl Coordinator {
                 if pack.files.keys().any(|f| f.starts_with("artifacts/")) {
                     self.upload_kit().await?;
                 }
-                for (n, message) in pack.messages().into_iter().enumerate() {
+                // The records the host could not stream, under the ids it
+                // would have used: none lands twice.
+                for (n, message) in pack.messages() {
                     self.remote_bus
                         .publish_once(message, &format!("{id}:{attempt}:{n}"))
                         .await?;

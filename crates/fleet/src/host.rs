@@ -18,6 +18,10 @@
 //!    renewal in KV (a compare-and-set) and a progress ack on the ticket.
 //!    A lost lease, or no successful renewal for `ack_wait` (a partition),
 //!    kills the whole process group and leaves the ticket unacked;
+//!    Every bus record the role writes is published to the session's bus
+//!    stream as it is written ([`RecordStream`], looked at every
+//!    [`STREAM_EVERY`]), so the coordinator's mirror lands it within a
+//!    second, in order, once (each under the id `<task>:<attempt>:<n>`);
 //! 4. commits the attempt's work, sends it as a bundle, stores the
 //!    [`AttemptPack`], and records the end in KV with a compare-and-set
 //!    naming them; only then acks (or `Term`s a final failure). A lost
@@ -32,8 +36,8 @@ use serde_json::json;
 use wavecrew_core::store::{BlockerRule, Claim, LeasePolicy, WorkerInfo};
 use wavecrew_core::{CoreError, FileTaskStore, SessionId, Task, TaskStatus, TaskStore};
 use wavecrew_engine_nats::{
-    Engine, NatsTaskStore, Objects, Registry, RepoChannel, SessionCard, SessionState, Ticket,
-    TicketPolicy, Tickets,
+    Engine, NatsBus, NatsTaskStore, Objects, Registry, RepoChannel, SessionCard, SessionState,
+    Ticket, TicketPolicy, Tickets,
 };
 use wavecrew_isolation::Repo;
 use wavecrew_orchestrator::FailurePolicy;
@@ -95,6 +99,8 @@ struct Served {
     tickets: Tickets,
     repo: RepoChannel,
     objects: Objects,
+    /// The session's bus stream, where the records of a running attempt go.
+    bus: NatsBus,
     /// The session kit as last downloaded (again before every attempt:
     /// the coordinator uploads it anew when an attempt brings artifacts).
     kit: std::sync::Mutex<Arc<SessionKit>>,
@@ -123,6 +129,61 @@ const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
 /// How often a running attempt's KV entry is read for a person's cancel.
 const CANCEL_LOOK: Duration = Duration::from_secs(1);
+
+/// How often a running attempt's new bus records are published.
+const STREAM_EVERY: Duration = Duration::from_millis(200);
+
+/// The bus records of one attempt, published as its role writes them: the
+/// log's length read so far and how many records it held.
+struct RecordStream {
+    log: PathBuf,
+    offset: u64,
+    published: usize,
+    task: String,
+    attempt: u32,
+}
+
+impl RecordStream {
+    /// The stream of the attempt whose session folder is `session_dir`.
+    fn new(session_dir: &Path, task: &str, attempt: u32) -> RecordStream {
+        RecordStream {
+            log: wavecrew_msgbus::BusPaths::log_in(session_dir),
+            offset: 0,
+            published: 0,
+            task: task.to_owned(),
+            attempt,
+        }
+    }
+
+    /// Publish the records written since the last call (whole lines only;
+    /// a line being written waits for the next call), each under the id
+    /// `<task>:<attempt>:<n>`: published twice, it is stored once.
+    async fn flush(&mut self, bus: &NatsBus, host: &str) -> Result<()> {
+        let (log, offset) = (self.log.clone(), self.offset);
+        let (lines, read) = blocking(move || {
+            use std::io::{Read, Seek};
+            let mut text = Vec::new();
+            if let Ok(mut file) = std::fs::File::open(&log) {
+                file.seek(std::io::SeekFrom::Start(offset))
+                    .and_then(|_| file.read_to_end(&mut text))
+                    .map_err(|e| FleetError::io("reading", &log, e))?;
+            }
+            let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            text.truncate(whole);
+            Ok::<_, FleetError>((String::from_utf8_lossy(&text).into_owned(), whole as u64))
+        })
+        .await?;
+        for record in lines.lines().filter_map(crate::kit::record_of) {
+            if let Some(message) = crate::kit::host_message(&record, host) {
+                let id = format!("{}:{}:{}", self.task, self.attempt, self.published);
+                bus.publish_once(message, &id).await?;
+            }
+            self.published += 1;
+        }
+        self.offset += read;
+        Ok(())
+    }
+}
 
 /// How one ticket ended on this host.
 enum TicketEnd {
@@ -217,6 +278,7 @@ impl HostAgent {
         .await?;
         let repo = RepoChannel::open(&engine).await?;
         let objects = Objects::open(&engine).await?;
+        let bus = NatsBus::open(&engine).await?;
         // The session name was checked (SessionName): a plain path part.
         let base = o.data_dir.join(engine.session().as_str());
         let scratch = base.join("scratch");
@@ -253,6 +315,7 @@ impl HostAgent {
             tickets,
             repo,
             objects,
+            bus,
             kit: std::sync::Mutex::new(Arc::new(kit)),
             base,
             scratch,
@@ -435,9 +498,14 @@ impl Served {
             }
         };
         let started_at = SystemTime::now();
+        let mut stream = RecordStream::new(&session_dir, task.id.as_str(), attempt);
         let ran = self
-            .run_role(&task, &worker, &ticket, &session_dir, &config)
+            .run_role(&task, &worker, &ticket, &session_dir, &config, &mut stream)
             .await;
+        // What the role wrote last, before its end is recorded.
+        if let Err(e) = stream.flush(&self.bus, &self.options.host_id).await {
+            tracing::warn!("streaming the attempt's bus records: {e}");
+        }
         let cancelled = match ran {
             Ok(RoleEnd::Exited) => false,
             Ok(RoleEnd::Cancelled) => true,
@@ -478,6 +546,7 @@ impl Served {
                 &session_dir,
                 &tip,
                 started_at,
+                stream.published,
             )
             .await;
         self.remove_worktree(&work);
@@ -555,6 +624,7 @@ impl Served {
         ticket: &Ticket,
         session_dir: &Path,
         config: &Path,
+        stream: &mut RecordStream,
     ) -> Result<RoleEnd> {
         let kit = self.kit();
         let launcher = wavecrew_orchestrator::launch::Launcher {
@@ -592,13 +662,27 @@ impl Served {
         let beat = self.card.ack_wait() / 3;
         let mut last_ok = Instant::now();
         let mut next_beat = Instant::now() + beat;
+        // One clock for everything the loop does: the records every tick,
+        // a look for a cancel every `CANCEL_LOOK`, a heartbeat every `beat`.
+        let mut tick = tokio::time::interval(STREAM_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut next_look = Instant::now() + CANCEL_LOOK.min(beat);
         loop {
             tokio::select! {
                 status = child.wait() => {
                     status.map_err(|e| FleetError::io("waiting for", &program, e))?;
                     return Ok(RoleEnd::Exited);
                 }
-                () = tokio::time::sleep(CANCEL_LOOK.min(beat)) => {
+                _ = tick.tick() => {
+                    // A record that cannot be published now is published
+                    // with the next tick, or at the attempt's end.
+                    if let Err(e) = stream.flush(&self.bus, &self.options.host_id).await {
+                        tracing::warn!("streaming the attempt's bus records: {e}");
+                    }
+                    if Instant::now() < next_look {
+                        continue;
+                    }
+                    next_look = Instant::now() + CANCEL_LOOK.min(beat);
                     if self.cancel_asked(task).await {
                         // The lease is renewed around the stop, so the
                         // attempt is still this host's to record.
@@ -657,6 +741,7 @@ impl Served {
         session_dir: &Path,
         tip: &str,
         started_at: SystemTime,
+        streamed: usize,
     ) -> Result<TicketEnd> {
         let id = task.id.as_str();
         let attempt = task.attempts;
@@ -689,7 +774,7 @@ impl Served {
         }
         let (files, records) = {
             let (dir, id) = (session_dir.to_owned(), id.to_owned());
-            blocking(move || AttemptPack::collect(&dir, &id, started_at)).await?
+            blocking(move || AttemptPack::collect(&dir, &id, started_at, streamed)).await?
         };
         let pack = AttemptPack {
             task: id.to_owned(),
@@ -699,6 +784,7 @@ impl Served {
             commit: commit.clone(),
             files,
             records,
+            records_from: streamed,
         };
         let pack_name = pack.upload(&self.objects, &self.scratch).await?;
         let mut result = replica.result.clone().unwrap_or_else(|| json!({}));

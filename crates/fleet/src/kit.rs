@@ -127,8 +127,16 @@ pub struct AttemptPack {
     pub commit: Option<String>,
     /// The files, by `/`-separated path relative to the session folder.
     pub files: BTreeMap<String, String>,
-    /// The bus records, in the order they were written.
+    /// The bus records the host could not stream while the attempt ran
+    /// ([`crate::host`] publishes each as it is written), in the order they
+    /// were written.
     pub records: Vec<Value>,
+    /// The index of the first of `records` among all the attempt's records
+    /// (those before it were streamed): the coordinator publishes record
+    /// `n` as `<task>:<attempt>:<n>`, the id the host streamed it under, so
+    /// none lands twice.
+    #[serde(default)]
+    pub records_from: usize,
 }
 
 impl AttemptPack {
@@ -156,6 +164,7 @@ impl AttemptPack {
         session_dir: &Path,
         task: &str,
         since: std::time::SystemTime,
+        streamed: usize,
     ) -> Result<(BTreeMap<String, String>, Vec<Value>)> {
         let mut files = BTreeMap::new();
         let layout = wavecrew_core::SessionLayout::new(session_dir);
@@ -185,11 +194,7 @@ impl AttemptPack {
         }
         let log = wavecrew_msgbus::BusPaths::log_in(session_dir);
         let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let records = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(Value::is_object)
-            .collect();
+        let records = text.lines().filter_map(record_of).skip(streamed).collect();
         Ok((files, records))
     }
 
@@ -219,30 +224,49 @@ impl AttemptPack {
     }
 
     /// The records as the bus takes them (ids and times are given again
-    /// where they land), each tagged with the host.
-    pub fn messages(&self) -> Vec<NewMessage> {
+    /// where they land), each tagged with the host, with its index among
+    /// all the attempt's records (the `n` of its id `<task>:<attempt>:<n>`).
+    pub fn messages(&self) -> Vec<(usize, NewMessage)> {
         self.records
             .iter()
-            .filter_map(|r| {
-                let text = |k: &str| r.get(k).and_then(Value::as_str).map(str::to_owned);
-                let from = text("from")?;
-                let mut data = r
-                    .get("data")
-                    .and_then(Value::as_object)
-                    .cloned()
-                    .unwrap_or_else(Map::new);
-                data.insert("host".into(), Value::String(self.host.clone()));
-                Some(NewMessage {
-                    from,
-                    to: text("to"),
-                    kind: text("type"),
-                    summary: text("summary"),
-                    data: Some(data),
-                    reference: None,
-                })
-            })
+            .enumerate()
+            .filter_map(|(i, r)| Some((self.records_from + i, host_message(r, &self.host)?)))
             .collect()
     }
+}
+
+/// One line of a bus log as a record (a JSON object), or `None`.
+pub(crate) fn record_of(line: &str) -> Option<Value> {
+    serde_json::from_str::<Value>(line)
+        .ok()
+        .filter(Value::is_object)
+}
+
+/// A record a host's role wrote, as the session's bus takes it (its id and
+/// time are given again where it lands), tagged with the host; `None` for
+/// a record without a sender.
+pub(crate) fn host_message(record: &Value, host: &str) -> Option<NewMessage> {
+    let text = |k: &str| record.get(k).and_then(Value::as_str).map(str::to_owned);
+    let from = text("from")?;
+    let mut data = record
+        .get("data")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_else(Map::new);
+    data.insert("host".into(), Value::String(host.to_owned()));
+    // When the host wrote it: the record lands stamped with the time it
+    // lands, and the two tell how late it came.
+    if let Some(ts) = record.get("ts").filter(|t| t.is_string()) {
+        data.insert("host_ts".into(), ts.clone());
+    }
+    Some(NewMessage {
+        from,
+        to: text("to"),
+        kind: text("type"),
+        summary: text("summary"),
+        data: Some(data),
+        reference: None,
+    })
 }
 
 /// `outcome.json` with `"host"` added (unchanged when it is not an object).
@@ -418,6 +442,7 @@ mod tests {
             .map(|(k, v)| (k.to_owned(), v.to_owned()))
             .collect(),
             records: Vec::new(),
+            records_from: 0,
         };
         pack.write_files(tmp.path(), 3).unwrap();
         let dir = tmp.path().join("attempts/IMPL-001");
