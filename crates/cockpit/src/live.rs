@@ -31,7 +31,7 @@ pub struct Change {
 pub struct Feed {
     session_dir: PathBuf,
     follower: wavecrew_msgbus::Follower,
-    seen: HashMap<String, (SystemTime, u64)>,
+    seen: HashMap<String, FileStamp>,
     states: HashMap<String, String>,
     paused: bool,
     last_scan: Option<Instant>,
@@ -175,13 +175,10 @@ impl Feed {
                 continue;
             }
             let Ok(meta) = e.metadata() else { continue };
-            let stamp = (
-                meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-                meta.len(),
-            );
+            let stamp = FileStamp::of(&meta);
             if self.seen.get(id) != Some(&stamp) {
                 self.seen.insert(id.to_owned(), stamp);
-                changed.push((id.to_owned(), since.is_none_or(|t| stamp.0 >= t)));
+                changed.push((id.to_owned(), since.is_none_or(|t| stamp.modified >= t)));
             }
         }
         for (id, news) in changed {
@@ -190,6 +187,29 @@ impl Feed {
             } else {
                 self.read_task(&id, &mut Vec::new());
             }
+        }
+    }
+}
+
+/// What tells one version of a task file from the next. A task file is
+/// rewritten whole (a temporary file renamed over it), so each version is
+/// a new inode: two rewrites within one tick of the file clock that keep
+/// its length still differ there. (Time and length alone missed such a
+/// rewrite, and the page never showed it.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FileStamp {
+    inode: u64,
+    modified: SystemTime,
+    len: u64,
+}
+
+impl FileStamp {
+    fn of(meta: &std::fs::Metadata) -> FileStamp {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            inode: meta.ino(),
+            modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
+            len: meta.len(),
         }
     }
 }
@@ -248,6 +268,53 @@ mod tests {
         let changes = feed.poll();
         assert_eq!(changes.len(), 1);
         assert_eq!(changes[0].data, json!({"paused": true}));
+    }
+
+    /// A rewrite that keeps the file's length within one tick of the file
+    /// clock (`blocked` → `pending`, a person's reject) is still seen.
+    #[test]
+    fn a_rewrite_of_the_same_length_and_time_is_seen() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".workflow/.team/TC-live-2026-11-25");
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = FileTaskStore::for_session(&dir);
+        let id = TaskId::new("IMPL-001").unwrap();
+        let mut task = Task::new(id.clone(), "one", "");
+        task.status = TaskStatus::Blocked;
+        store.create(task).unwrap();
+        let mut feed = Feed::new(&dir, 0, SystemTime::UNIX_EPOCH);
+        feed.poll();
+        let file = wavecrew_core::SessionLayout::new(&dir)
+            .tasks()
+            .join("IMPL-001.json");
+        let before = std::fs::metadata(&file).unwrap();
+        let text = std::fs::read_to_string(&file).unwrap();
+        let after = text.replace("\"blocked\"", "\"pending\"");
+        assert_ne!(text, after);
+        // Rewritten as the store rewrites it: a new file renamed over it,
+        // here with the old one's time.
+        let new = file.with_extension("json.tmp");
+        std::fs::write(&new, &after).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&new)
+            .unwrap()
+            .set_modified(before.modified().unwrap())
+            .unwrap();
+        std::fs::rename(&new, &file).unwrap();
+        let now = std::fs::metadata(&file).unwrap();
+        assert_eq!(
+            (now.len(), now.modified().unwrap()),
+            (before.len(), before.modified().unwrap())
+        );
+        std::thread::sleep(STORE_POLL);
+        let changes = feed.poll();
+        assert!(
+            changes
+                .iter()
+                .any(|c| c.event == "task" && c.data["state"] == "pending"),
+            "{changes:?}"
+        );
     }
 
     #[test]

@@ -22,6 +22,20 @@ use crate::id::TaskId;
 use crate::store::{BlockerRule, Claim, TaskStore, WorkerInfo, ready_tasks};
 use crate::task::{Task, TaskStatus};
 
+/// The record types the built-in roles write their end-of-task [`Report`]
+/// under: how a reader of the bus tells a task's end from its progress. A
+/// host streams a running attempt's other records as they are written and
+/// sends these with the attempt's end, once it is recorded (an attempt whose
+/// end is lost, on a host cut off, leaves no end record behind it).
+pub const REPORT_KINDS: [&str; 6] = [
+    "task_complete",
+    "task_failed",
+    "impl_complete",
+    "impl_failed",
+    "unit_landed",
+    "error",
+];
+
 /// What a role reports when a task ends.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {

@@ -157,10 +157,13 @@ impl RecordStream {
 
     /// Publish the records written since the last call (whole lines only;
     /// a line being written waits for the next call), each under the id
-    /// `<task>:<attempt>:<n>`: published twice, it is stored once.
+    /// `<task>:<attempt>:<n>`: published twice, it is stored once. The
+    /// task's end report ([`wavecrew_core::role::REPORT_KINDS`]) and what
+    /// follows it stay for the attempt's pack, sent once its end is
+    /// recorded.
     async fn flush(&mut self, bus: &NatsBus, host: &str) -> Result<()> {
         let (log, offset) = (self.log.clone(), self.offset);
-        let (lines, read) = blocking(move || {
+        let lines = blocking(move || {
             use std::io::{Read, Seek};
             let mut text = Vec::new();
             if let Ok(mut file) = std::fs::File::open(&log) {
@@ -170,17 +173,31 @@ impl RecordStream {
             }
             let whole = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
             text.truncate(whole);
-            Ok::<_, FleetError>((String::from_utf8_lossy(&text).into_owned(), whole as u64))
+            Ok::<_, FleetError>(String::from_utf8_lossy(&text).into_owned())
         })
         .await?;
-        for record in lines.lines().filter_map(crate::kit::record_of) {
-            if let Some(message) = crate::kit::host_message(&record, host) {
-                let id = format!("{}:{}:{}", self.task, self.attempt, self.published);
-                bus.publish_once(message, &id).await?;
+        let mut offset = self.offset;
+        for line in lines.split_inclusive('\n') {
+            if let Some(record) = crate::kit::record_of(line) {
+                // The task's end goes with the attempt's end, once that is
+                // recorded; so does everything after it (in order).
+                let ends_task = record["data"]["task_id"] == self.task.as_str()
+                    && record["type"]
+                        .as_str()
+                        .is_some_and(|k| wavecrew_core::role::REPORT_KINDS.contains(&k));
+                if ends_task {
+                    break;
+                }
+                if let Some(message) = crate::kit::host_message(&record, host) {
+                    let id = format!("{}:{}:{}", self.task, self.attempt, self.published);
+                    bus.publish_once(message, &id).await?;
+                }
+                self.published += 1;
             }
-            self.published += 1;
+            offset += line.len() as u64;
+            // Published: never read again, even when a later one fails.
+            self.offset = offset;
         }
-        self.offset += read;
         Ok(())
     }
 }
