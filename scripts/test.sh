@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every check that CI runs, in the order CI runs them:
-#   cargo fmt --check, cargo clippy (-D warnings; every example is built too),
+#   cargo fmt --check, cargo clippy (-D warnings; every example is built too)
+#   and the test build (beside the installs of the test tools),
 #   cargo nextest (all tests), doc tests, cargo doc (-D warnings).
 # Installs what is missing on a fresh machine; installed tools are cached
 # outside the repository, in $WAVECREW_CACHE (default: ~/.cache/wavecrew).
@@ -29,6 +30,22 @@ for component in rustfmt clippy; do
     rustup component add "$component"
   fi
 done
+
+step "cargo fmt --check"
+cargo fmt --all --check
+
+# The Rust build (clippy, then the test targets and the binaries the e2e
+# tests run, in one feature resolution) waits on the CPU while the installs
+# below wait on the network: they run side by side.
+BUILD_LOG="$(mktemp -t wavecrew-build.XXXXXX)"
+step "cargo clippy and the test build, beside the installs (log: $BUILD_LOG)"
+(
+  cargo clippy --workspace --all-targets --locked -- -D warnings \
+    && cargo build --workspace --bins --tests --locked
+) >"$BUILD_LOG" 2>&1 &
+BUILD_PID=$!
+# An install that fails ends the script: the build goes with it.
+trap 'kill "$BUILD_PID" 2>/dev/null || true' EXIT
 
 # --- wavecrew-validation: test tools for the fixture projects (begin) ---
 # crates/validation's tests run real pytest (with pytest-cov), jest and
@@ -123,14 +140,19 @@ if [ -n "$NATS_PACKAGES" ]; then
 fi
 # --- nats-server (end) ---
 
-step "cargo fmt --check"
-cargo fmt --all --check
+step "waiting for cargo clippy and the test build"
+if ! wait "$BUILD_PID"; then
+  cat "$BUILD_LOG"
+  echo "cargo clippy or the test build failed" >&2
+  exit 1
+fi
+grep -v '^\s*\(Compiling\|Checking\|Downloaded\|Downloading\)' "$BUILD_LOG" || true
+rm -f "$BUILD_LOG"
 
-step "cargo clippy"
-cargo clippy --workspace --all-targets --locked -- -D warnings
-
+# The binaries the e2e tests run were built above, with the tests' own
+# features: no test builds them again.
 step "cargo nextest run"
-cargo nextest run --workspace --locked --profile ci
+WAVECREW_E2E_NO_BUILD=1 cargo nextest run --workspace --locked --profile ci
 
 step "doc tests"
 cargo test --doc --workspace --locked
