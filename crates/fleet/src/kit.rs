@@ -128,7 +128,7 @@ pub struct AttemptPack {
     /// The files, by `/`-separated path relative to the session folder.
     pub files: BTreeMap<String, String>,
     /// The bus records the host could not stream while the attempt ran
-    /// ([`crate::host`] publishes each as it is written), in the order they
+    /// (a host publishes each as it is written), in the order they
     /// were written.
     pub records: Vec<Value>,
     /// The index of the first of `records` among all the attempt's records
