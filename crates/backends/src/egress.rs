@@ -121,11 +121,13 @@ pub struct EgressProxy {
     dir: tempfile::TempDir,
     log: Arc<Mutex<NetworkLog>>,
     task: tokio::task::JoinHandle<()>,
+    box_pid: tokio::sync::watch::Sender<Option<u32>>,
 }
 
 impl EgressProxy {
     /// Start a proxy for `allow`: it waits for one box on its socket
-    /// ([`EgressProxy::socket`]) and serves the listener the box hands it.
+    /// ([`EgressProxy::socket`]), the one [`EgressProxy::expect_box`]
+    /// names, and serves the listener the box hands it.
     pub fn start(allow: AllowList) -> std::io::Result<EgressProxy> {
         // A short path: a unix socket's name holds 108 bytes.
         let dir = tempfile::Builder::new().prefix("wavecrew-net-").tempdir()?;
@@ -137,11 +139,31 @@ impl EgressProxy {
         }));
         let allow = Arc::new(allow);
         let served = Arc::clone(&log);
+        let (box_pid, mut expected) = tokio::sync::watch::channel(None::<u32>);
         let task = tokio::spawn(async move {
-            // One box, once: a second connection (the agent's own) is never
+            // One box, once, and only the box: any other process of the
+            // user (another attempt's agent) that finds the socket first is
+            // turned away by its process id, and after the box, nobody is
             // accepted.
-            let Ok((stream, _)) = unix.accept().await else {
-                return;
+            let stream = loop {
+                let Ok((stream, _)) = unix.accept().await else {
+                    return;
+                };
+                let peer = stream.peer_cred().ok().and_then(|c| c.pid());
+                let Ok(pid) = expected.wait_for(Option::is_some).await.map(|p| *p) else {
+                    return;
+                };
+                if peer.and_then(|p| u32::try_from(p).ok()) == pid {
+                    break stream;
+                }
+                let mut log = served
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                log.refused.insert(format!(
+                    "(a process other than the agent's box, pid {}, on its proxy's socket) \
+                     turned away",
+                    peer.unwrap_or_default()
+                ));
             };
             drop(unix);
             let received = async {
@@ -173,7 +195,18 @@ impl EgressProxy {
                 });
             }
         });
-        Ok(EgressProxy { dir, log, task })
+        Ok(EgressProxy {
+            dir,
+            log,
+            task,
+            box_pid,
+        })
+    }
+
+    /// The process id of the box that hands its listener over: the only
+    /// process the proxy takes it from. Call once the box is started.
+    pub fn expect_box(&self, pid: u32) {
+        let _ = self.box_pid.send(Some(pid));
     }
 
     /// The socket the box connects to.
@@ -339,6 +372,29 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Another process of the user that reaches the proxy's socket first
+    /// (an agent of another attempt) is turned away, and said so.
+    #[tokio::test]
+    async fn only_the_box_may_hand_over_its_listener() {
+        use tokio::io::AsyncReadExt;
+        let proxy = EgressProxy::start(AllowList::default()).unwrap();
+        proxy.expect_box(1);
+        let mut imposter = tokio::net::UnixStream::connect(proxy.socket())
+            .await
+            .unwrap();
+        let mut byte = [0u8; 1];
+        let read =
+            tokio::time::timeout(std::time::Duration::from_secs(30), imposter.read(&mut byte))
+                .await
+                .expect("the proxy closes the imposter's connection");
+        assert_eq!(read.unwrap_or(0), 0);
+        let log = proxy.log();
+        assert!(
+            log.refused.iter().any(|r| r.contains("turned away")),
+            "{log:?}"
+        );
+    }
 
     #[test]
     fn base_urls_name_their_host_and_port() {

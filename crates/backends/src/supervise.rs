@@ -361,6 +361,15 @@ pub async fn supervise_until(
             return result;
         }
     };
+    if let (
+        Some(BoxedStart {
+            proxy: Some(proxy), ..
+        }),
+        Some(pid),
+    ) = (&boxed, child.id())
+    {
+        proxy.expect_box(pid);
+    }
     tracing::debug!(
         program = %spawn.program.display(),
         args = spawn.args.len(),
