@@ -66,7 +66,16 @@ impl Redactor {
         more: impl IntoIterator<Item = (&'a str, &'a str)>,
         extra: &[String],
     ) -> Self {
-        let mut all: Vec<(String, String)> = std::env::vars().collect();
+        // `vars_os`, read lossily: a value that is not UTF-8 is redacted as
+        // the captured text (decoded the same way) shows it, never a panic.
+        let mut all: Vec<(String, String)> = std::env::vars_os()
+            .map(|(k, v)| {
+                (
+                    k.to_string_lossy().into_owned(),
+                    v.to_string_lossy().into_owned(),
+                )
+            })
+            .collect();
         all.extend(more.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())));
         Redactor::new(all.iter().map(|(k, v)| (k.as_str(), v.as_str())), extra)
     }

@@ -445,7 +445,10 @@ impl CliBackend {
             NetworkMode::None => return Ok(AgentNetwork::None),
             NetworkMode::Allowlist => {}
         }
-        let mut vars: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+        // `vars_os`: a variable that is not UTF-8 is left out, never a panic.
+        let mut vars: std::collections::BTreeMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
         for k in &spawn.env_remove {
             vars.remove(k);
         }
