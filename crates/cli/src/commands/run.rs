@@ -195,20 +195,20 @@ fn check_layers(isolation: &wavecrew_backends::config::IsolationConfig) -> Resul
         )));
     }
     // Said once at the start: which layers are on, and what is missing.
+    let network_said = match &network {
+        Ok(on) => on.clone(),
+        Err(why) => format!("the network is not restricted: {why}"),
+    };
     if let Support::Unavailable(why) = &landlock {
         output::warning(&format!(
             "agents run unconfined: this kernel cannot confine what they write (Landlock: \
-             {why}); set [isolation] sandbox = \"off\" to silence this"
+             {why}); {network_said}; set [isolation] sandbox = \"off\" to silence this"
         ));
         return Ok(());
     }
     let said = format!(
-        "agents are kept from {}; {}",
-        landlock.describe(),
-        match &network {
-            Ok(on) => on.clone(),
-            Err(why) => format!("the network is not restricted: {why}"),
-        }
+        "agents are kept from {}; {network_said}",
+        landlock.describe()
     );
     if missing.is_empty() {
         output::progress(&said);
