@@ -44,8 +44,9 @@ step "cargo clippy and the test build, beside the installs (log: $BUILD_LOG)"
     && cargo build --workspace --bins --tests --locked
 ) >"$BUILD_LOG" 2>&1 &
 BUILD_PID=$!
-# An install that fails ends the script: the build goes with it.
-trap 'kill "$BUILD_PID" 2>/dev/null || true' EXIT
+# An install that fails (or Ctrl-C) ends the script: the build goes with it,
+# cargo included (the subshell's child).
+trap 'pkill -P "$BUILD_PID" 2>/dev/null; kill "$BUILD_PID" 2>/dev/null || true' EXIT
 
 # --- wavecrew-validation: test tools for the fixture projects (begin) ---
 # crates/validation's tests run real pytest (with pytest-cov), jest and
