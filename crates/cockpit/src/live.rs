@@ -17,6 +17,11 @@ pub const BUS_POLL: Duration = Duration::from_millis(25);
 /// How often the store's file times are looked at.
 pub const STORE_POLL: Duration = Duration::from_millis(250);
 
+/// How far a file's time may lag the clock a snapshot's `store_since` is
+/// read from (the kernel stamps files with its coarse clock); generous,
+/// since sending a change the page has already shown costs nothing.
+const MTIME_LAG: Duration = Duration::from_secs(1);
+
 /// One change, as the page receives it (an SSE event name and its JSON).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Change {
@@ -59,8 +64,17 @@ impl Feed {
             first: Vec::new(),
         };
         // The store as it is now; a task whose file changed since the
-        // snapshot began is news already.
+        // snapshot began is news already. A file's time comes from the
+        // kernel's coarse clock, which lags the clock `since` was read from
+        // by up to a tick: a file written just after the snapshot can be
+        // stamped just before it, and would be taken for the baseline (the
+        // page then never showed that change). Files of the last second
+        // before `since` count as news too: a change sent twice is shown
+        // once.
         let mut first = Vec::new();
+        let since = since
+            .checked_sub(MTIME_LAG)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
         feed.scan_store_since(&mut first, Some(since));
         first.push(Change {
             event: "control",
@@ -317,6 +331,42 @@ mod tests {
         );
     }
 
+    /// A task file written just after the snapshot began, stamped by the
+    /// coarse file clock a little before it, is still news.
+    #[test]
+    fn a_change_stamped_just_before_the_snapshot_is_still_sent() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join(".workflow/.team/TC-live-2026-11-25");
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = FileTaskStore::for_session(&dir);
+        let id = TaskId::new("IMPL-002").unwrap();
+        store.create(Task::new(id.clone(), "two", "")).unwrap();
+        let since = SystemTime::now();
+        store
+            .update(&id, &mut |t| {
+                t.status = TaskStatus::Completed;
+                Ok(())
+            })
+            .unwrap();
+        let file = wavecrew_core::SessionLayout::new(&dir)
+            .tasks()
+            .join("IMPL-002.json");
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(since - std::time::Duration::from_millis(4))
+            .unwrap();
+        let mut feed = Feed::new(&dir, 0, since);
+        let first = feed.poll();
+        assert!(
+            first
+                .iter()
+                .any(|c| c.event == "task" && c.data["state"] == "completed"),
+            "{first:?}"
+        );
+    }
+
     #[test]
     fn what_changed_after_the_snapshot_began_is_sent_first() {
         let tmp = tempfile::tempdir().unwrap();
@@ -328,6 +378,19 @@ mod tests {
                 .create(Task::new(TaskId::new(id).unwrap(), id, ""))
                 .unwrap();
         }
+        // IMPL-001 last changed well before the snapshot (longer ago than
+        // the file clock may lag): the baseline.
+        let old = SystemTime::now() - std::time::Duration::from_secs(10);
+        std::fs::File::options()
+            .write(true)
+            .open(
+                wavecrew_core::SessionLayout::new(&dir)
+                    .tasks()
+                    .join("IMPL-001.json"),
+            )
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
         // The snapshot begins; then IMPL-002 changes, before the feed.
         std::thread::sleep(std::time::Duration::from_millis(20));
         let since = SystemTime::now();
