@@ -46,7 +46,9 @@ step "cargo clippy and the test build, beside the installs (log: $BUILD_LOG)"
 BUILD_PID=$!
 # An install that fails (or Ctrl-C) ends the script: the build goes with it,
 # cargo included (the subshell's child).
-trap 'pkill -P "$BUILD_PID" 2>/dev/null; kill "$BUILD_PID" 2>/dev/null || true' EXIT
+# (`|| true`: under `set -e` a failing command in the trap would become the
+# script's exit status, and nothing is left to kill once the build ended.)
+trap 'pkill -P "$BUILD_PID" 2>/dev/null || true; kill "$BUILD_PID" 2>/dev/null || true' EXIT
 
 # --- wavecrew-validation: test tools for the fixture projects (begin) ---
 # crates/validation's tests run real pytest (with pytest-cov), jest and
