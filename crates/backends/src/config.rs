@@ -910,7 +910,8 @@ impl Config {
             ));
         }
         for (i, host) in self.isolation.allow_hosts.iter().enumerate() {
-            if let Err(e) = crate::egress::AllowList::parse(std::slice::from_ref(host)) {
+            if let Err(e) = wavecrew_core::allow_hosts::AllowList::parse(std::slice::from_ref(host))
+            {
                 return Err(invalid(format!("isolation.allow_hosts[{i}]"), e));
             }
         }
