@@ -114,6 +114,33 @@ impl Kind {
         }
     }
 
+    /// The hosts each built-in CLI needs for its model API and its login.
+    pub fn api_hosts(self) -> &'static [&'static str] {
+        match self {
+            Kind::Claude => &["api.anthropic.com", "console.anthropic.com"],
+            Kind::Codex => &["api.openai.com", "auth.openai.com", "chatgpt.com"],
+            Kind::Gemini => &[
+                "generativelanguage.googleapis.com",
+                "cloudcode-pa.googleapis.com",
+                "oauth2.googleapis.com",
+            ],
+            Kind::Qwen => &[
+                "dashscope.aliyuncs.com",
+                "dashscope-intl.aliyuncs.com",
+                "portal.qwen.ai",
+                "chat.qwen.ai",
+            ],
+            Kind::Opencode => &[
+                "api.anthropic.com",
+                "api.openai.com",
+                "generativelanguage.googleapis.com",
+                "opencode.ai",
+                "models.dev",
+            ],
+            Kind::Command | Kind::Scripted => &[],
+        }
+    }
+
     /// The program a built-in kind runs when none is configured.
     pub fn default_program(self) -> Option<&'static str> {
         match self {

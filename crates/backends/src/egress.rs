@@ -20,35 +20,6 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UnixListener};
 
-use crate::config::Kind;
-
-/// The hosts each built-in CLI needs for its model API and its login.
-pub fn backend_hosts(kind: Kind) -> &'static [&'static str] {
-    match kind {
-        Kind::Claude => &["api.anthropic.com", "console.anthropic.com"],
-        Kind::Codex => &["api.openai.com", "auth.openai.com", "chatgpt.com"],
-        Kind::Gemini => &[
-            "generativelanguage.googleapis.com",
-            "cloudcode-pa.googleapis.com",
-            "oauth2.googleapis.com",
-        ],
-        Kind::Qwen => &[
-            "dashscope.aliyuncs.com",
-            "dashscope-intl.aliyuncs.com",
-            "portal.qwen.ai",
-            "chat.qwen.ai",
-        ],
-        Kind::Opencode => &[
-            "api.anthropic.com",
-            "api.openai.com",
-            "generativelanguage.googleapis.com",
-            "opencode.ai",
-            "models.dev",
-        ],
-        Kind::Command | Kind::Scripted => &[],
-    }
-}
-
 /// The hosts a task adds in its metadata's `allow_hosts` (strings; any
 /// other value is left out, and the task file check names it).
 pub fn task_hosts(metadata: &serde_json::Map<String, serde_json::Value>) -> Vec<String> {

@@ -430,7 +430,7 @@ impl CliBackend {
     }
 
     /// The network of a confined agent (`[isolation] network`): for an
-    /// allowlist, its backend's hosts ([`crate::egress::backend_hosts`]),
+    /// allowlist, its backend's hosts ([`crate::config::Kind::api_hosts`]),
     /// the base URLs in the variables it gets and in its Codex
     /// configuration, `[isolation] allow_hosts` and the task's.
     fn agent_network(
@@ -458,7 +458,10 @@ impl CliBackend {
             .flatten()
             .map(PathBuf::from)
             .and_then(|dir| std::fs::read_to_string(dir.join("config.toml")).ok());
-        let mut hosts: Vec<String> = crate::egress::backend_hosts(self.backend.kind)
+        let mut hosts: Vec<String> = self
+            .backend
+            .kind
+            .api_hosts()
             .iter()
             .map(|h| (*h).to_owned())
             .collect();
