@@ -16,7 +16,6 @@
 
 use std::path::{Path, PathBuf};
 
-use rand::Rng;
 use serde::Serialize;
 use wavecrew_core::{AttemptOutcome, AttemptRequest, Mode, OutcomeClass, TaskId};
 use wavecrew_sys::git::WorkTreeGit;
@@ -404,7 +403,7 @@ pub async fn run_task(spec: &TaskAttempts<'_>) -> TaskRun {
                 attempt: attempt_no,
                 outcome: Box::new(outcome.clone()),
             });
-            let jitter: f64 = rand::rng().random();
+            let jitter: f64 = fastrand::f64();
             let step = next_step(&outcome, retries, &config.routing, jitter);
             previous_error = outcome.error.clone().or_else(|| {
                 (outcome.outcome != OutcomeClass::Success)

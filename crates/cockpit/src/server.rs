@@ -69,8 +69,9 @@ pub struct ServeError {
 
 /// A new secret token: 128 random bits, as hex.
 pub fn new_token() -> String {
-    use rand::Rng as _;
-    let bytes: [u8; 16] = rand::rng().random();
+    let mut bytes = [0u8; 16];
+    // The OS's random source failing is not something a cockpit can run without.
+    getrandom::fill(&mut bytes).expect("the OS random source (getrandom) is readable");
     bytes.iter().fold(String::with_capacity(32), |mut s, b| {
         use std::fmt::Write as _;
         let _ = write!(s, "{b:02x}");

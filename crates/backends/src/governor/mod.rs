@@ -26,7 +26,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use rand::Rng;
 use serde_json::{Map, Value, json};
 use wavecrew_core::{NewMessage, Usage};
 
@@ -439,7 +438,7 @@ impl Governor {
         retry_after_secs: Option<u64>,
     ) -> Result<u64, GovernorError> {
         let now = self.clock.now_ms();
-        let jitter: f64 = rand::rng().random();
+        let jitter: f64 = fastrand::f64();
         let (base, max) = (self.config.backoff_ms, self.config.max_backoff_ms);
         let mut announced: Option<Pause> = None;
         let state = self.store.update(&mut |s| {
