@@ -249,7 +249,15 @@ async fn failure(cli: AgentCli, fail: &str, expected: &str) {
         (Some(m), base)
     };
     // Limits small enough for a test, large enough for a node CLI to start.
-    let o = attempt(cli, &w, &base, 1, None, 25, 12).await;
+    // Where the wall limit is the class under test (codex retries an unreachable
+    // server until it ends), a short one is as good a test; the stall limit
+    // stays above it, so the wall limit is the one that ends it.
+    let (timeout, stall) = if expected == "timed_out" {
+        (10, 12)
+    } else {
+        (25, 12)
+    };
+    let o = attempt(cli, &w, &base, 1, None, timeout, stall).await;
     assert_eq!(
         o.outcome.name(),
         expected,
