@@ -111,13 +111,24 @@ impl Drop for BackgroundRun<'_> {
     }
 }
 
-/// Wait until `what` holds (checked every 20 ms), or fail naming it.
-pub(crate) fn until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + PATIENCE;
-    while !f() {
-        assert!(Instant::now() < deadline, "gave up waiting: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Read what the run writes with `read` until `done` holds of it (within
+/// PATIENCE); the state that held. Past the bound, the failure shows the
+/// state last seen.
+pub(crate) fn until<T: std::fmt::Debug>(
+    what: &str,
+    read: impl FnMut() -> T,
+    done: impl Fn(&T) -> bool,
+) -> T {
+    wavecrew_testkit::wait::until(what, PATIENCE, read, done)
+}
+
+/// The kinds of the bus's records about `task`, in order.
+pub(crate) fn record_kinds(p: &Project, task: &str) -> Vec<String> {
+    p.bus_log()
+        .iter()
+        .filter(|m| m["data"]["task_id"] == task)
+        .map(|m| m["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
 }
 
 /// Whether the bus has a record of `kind` about `task`.
@@ -182,9 +193,11 @@ fn pause_holds_dispatch_until_resume_and_running_tasks_go_on() {
     let p = two_tasks(&gates);
     let session = p.session().display().to_string();
     let mut run = BackgroundRun::start(&p, &gates, &["IMPL-001", "IMPL-002"], &[]);
-    until("IMPL-001 running", || {
-        state(&p, "IMPL-001") == Some(TaskStatus::InProgress)
-    });
+    until(
+        "IMPL-001 running",
+        || state(&p, "IMPL-001"),
+        |s| *s == Some(TaskStatus::InProgress),
+    );
     let o = cli(&p, &["pause", &session]);
     assert_eq!(o.code, 0, "{}", o.render());
     assert!(o.stdout.contains("dispatch paused"), "{}", o.render());
@@ -195,13 +208,17 @@ fn pause_holds_dispatch_until_resume_and_running_tasks_go_on() {
     // The running task goes on to the end while paused.
     gates.open("IMPL-001");
     gates.open("IMPL-002");
-    until("IMPL-001 completed", || {
-        state(&p, "IMPL-001") == Some(TaskStatus::Completed)
-    });
+    until(
+        "IMPL-001 completed",
+        || state(&p, "IMPL-001"),
+        |s| *s == Some(TaskStatus::Completed),
+    );
     // Its dependent is ready, but held.
-    until("IMPL-002 held", || {
-        has_record(&p, "dispatch_held", "IMPL-002")
-    });
+    until(
+        "IMPL-002 held",
+        || record_kinds(&p, "IMPL-002"),
+        |kinds| kinds.iter().any(|k| k == "dispatch_held"),
+    );
     assert_eq!(p.status("IMPL-002"), TaskStatus::Pending);
     let o = cli(&p, &["resume", &session]);
     assert_eq!(o.code, 0, "{}", o.render());
@@ -224,9 +241,11 @@ fn cancel_stops_a_running_task_and_its_agent_and_retry_runs_it_again() {
     let session = p.session().display().to_string();
     let gate = gates.path("IMPL-001").display().to_string();
     let mut run = BackgroundRun::start(&p, &gates, &["IMPL-001", "IMPL-002"], &[]);
-    until("IMPL-001's agent waiting at its gate", || {
-        !processes_mentioning(&gate).is_empty()
-    });
+    until(
+        "IMPL-001's agent waiting at its gate",
+        || processes_mentioning(&gate),
+        |found| !found.is_empty(),
+    );
     let o = cli(&p, &["cancel", &session, "IMPL-001"]);
     assert_eq!(o.code, 0, "{}", o.render());
     assert!(
@@ -294,12 +313,16 @@ fn retry_during_a_run_starts_the_task_again_in_the_same_run() {
     );
     let session = p.session().display().to_string();
     let mut run = BackgroundRun::start(&p, &gates, &["IMPL-002", "IMPL-003"], &[]);
-    until("IMPL-001 failed", || {
-        state(&p, "IMPL-001") == Some(TaskStatus::Failed)
-    });
-    until("IMPL-002 skipped", || {
-        state(&p, "IMPL-002") == Some(TaskStatus::Skipped)
-    });
+    until(
+        "IMPL-001 failed",
+        || state(&p, "IMPL-001"),
+        |s| *s == Some(TaskStatus::Failed),
+    );
+    until(
+        "IMPL-002 skipped",
+        || state(&p, "IMPL-002"),
+        |s| *s == Some(TaskStatus::Skipped),
+    );
     let program = gates.path("IMPL-001-ok");
     std::fs::write(&program, "#!/bin/sh\nexit 0\n").unwrap();
     std::fs::set_permissions(

@@ -138,14 +138,18 @@ impl Browser {
         r["result"]["value"].clone()
     }
 
-    /// Wait until `js` is true in the page.
+    /// Wait until `js` is true in the page; past PATIENCE, fail showing the
+    /// page's text as it was then.
     pub(crate) fn until(&mut self, what: &str, js: &str) {
         let deadline = Instant::now() + PATIENCE;
         while self.eval(js) != json!(true) {
-            assert!(
-                Instant::now() < deadline,
-                "gave up waiting in the page: {what}"
-            );
+            if Instant::now() >= deadline {
+                let page = self.eval("document.body ? document.body.innerText.slice(0, 4000) : ''");
+                panic!(
+                    "gave up after {PATIENCE:?} waiting in the page for {what} ({js}); it showed:\n{}",
+                    page.as_str().unwrap_or_default()
+                );
+            }
             std::thread::sleep(Duration::from_millis(25));
         }
     }
@@ -332,9 +336,11 @@ fn the_cockpit_follows_a_run_live_shows_agent_text_as_text_opens_a_diff_and_canc
     docs_shot("cockpit-diff.png", &b.screenshot());
 
     // Cancel the running IMPL-002 from the page.
-    until("IMPL-002 running", || {
-        state(&p, "IMPL-002") == Some(TaskStatus::InProgress)
-    });
+    until(
+        "IMPL-002 running",
+        || state(&p, "IMPL-002"),
+        |s| *s == Some(TaskStatus::InProgress),
+    );
     b.eval("document.querySelector('#task-IMPL-002').click(); true");
     b.until(
         "IMPL-002 open and cancellable",
@@ -448,9 +454,11 @@ fn a_person_reviews_in_the_page_comments_a_line_rejects_then_approves_and_sees_i
     );
     docs_shot("cockpit-review.png", &b.screenshot());
     b.eval("document.querySelector('#reject').click(); true");
-    until("the revision awaiting review", || {
-        awaiting(root, "IMPL-001").is_some_and(|br| br != first)
-    });
+    until(
+        "the revision awaiting review",
+        || awaiting(root, "IMPL-001"),
+        |br| br.as_ref().is_some_and(|br| *br != first),
+    );
     let prompts: Vec<String> =
         std::fs::read_dir(crate::cockpit_review::session_dir(root).join("attempts/IMPL-001"))
             .unwrap()
@@ -479,11 +487,20 @@ fn a_person_reviews_in_the_page_comments_a_line_rejects_then_approves_and_sees_i
     );
     // The run first (on a loaded machine the dependent task takes a while),
     // saying where it stands if it never gets there; then the page.
-    crate::cockpit::until("IMPL-002 completed in the store", || {
-        task(root, "IMPL-002").is_some_and(|t| t.status == TaskStatus::Completed)
-            || task(root, "IMPL-002")
-                .is_some_and(|t| t.status.is_unsuccessful() && panic!("IMPL-002 ended {t:?}"))
-    });
+    let done = crate::cockpit::until(
+        "IMPL-002 completed in the store",
+        || task(root, "IMPL-002"),
+        |t| {
+            t.as_ref()
+                .is_some_and(|t| t.status == TaskStatus::Completed || t.status.is_unsuccessful())
+        },
+    );
+    let done = done.unwrap();
+    assert_eq!(
+        done.status,
+        TaskStatus::Completed,
+        "IMPL-002 ended {done:?}"
+    );
     b.until(
         "IMPL-002 shown completed",
         "document.querySelector('#task-IMPL-002').dataset.state === 'completed'",

@@ -116,12 +116,12 @@ impl Run {
 
     pub(crate) fn wait(&mut self) -> i32 {
         let mut child = self.0.take().unwrap();
-        let mut code = None;
-        until("the run ends", || {
-            code = child.try_wait().unwrap().map(|s| s.code().unwrap_or(-1));
-            code.is_some()
-        });
-        code.unwrap()
+        until(
+            "the run ends",
+            || child.try_wait().unwrap().map(|s| s.code().unwrap_or(-1)),
+            Option::is_some,
+        )
+        .unwrap()
     }
 }
 
@@ -142,14 +142,18 @@ fn reviewed_work_waits_without_a_slot_a_rejection_revises_it_and_an_approval_lan
     let session = session_dir(root).display().to_string();
     // One slot: IMPL-001 (on the longest path) goes first.
     let mut run = Run::start(root, &["--max-parallel", "1"]);
-    until("IMPL-001 awaiting review", || {
-        awaiting(root, "IMPL-001").is_some()
-    });
-    let first = awaiting(root, "IMPL-001").unwrap();
+    let first = until(
+        "IMPL-001 awaiting review",
+        || awaiting(root, "IMPL-001"),
+        Option::is_some,
+    )
+    .unwrap();
     // Waiting holds no slot: IMPL-003 runs meanwhile; IMPL-002 waits for it.
-    until("IMPL-003 completed", || {
-        task(root, "IMPL-003").is_some_and(|t| t.status == TaskStatus::Completed)
-    });
+    until(
+        "IMPL-003 completed",
+        || task(root, "IMPL-003").map(|t| t.status),
+        |s| *s == Some(TaskStatus::Completed),
+    );
     assert_eq!(task(root, "IMPL-002").unwrap().status, TaskStatus::Pending);
     let integration = format!("wavecrew/{SESSION}");
     assert_eq!(
@@ -185,10 +189,12 @@ fn reviewed_work_waits_without_a_slot_a_rejection_revises_it_and_an_approval_lan
         root,
     );
     assert_eq!(o.code, 0, "{}", o.render());
-    until("the revision awaiting review", || {
-        awaiting(root, "IMPL-001").is_some_and(|b| b != first)
-    });
-    let second = awaiting(root, "IMPL-001").unwrap();
+    let second = until(
+        "the revision awaiting review",
+        || awaiting(root, "IMPL-001"),
+        |b| b.as_ref().is_some_and(|b| *b != first),
+    )
+    .unwrap();
     let attempts = session_dir(root).join("attempts/IMPL-001");
     let prompts: Vec<String> = std::fs::read_dir(&attempts)
         .unwrap()
@@ -361,12 +367,16 @@ fn a_run_killed_while_work_awaits_review_is_resumed_and_lands_it_once_approved()
     let root = p.path();
     let session = session_dir(root).display().to_string();
     let mut run = Run::start(root, &["--max-parallel", "1"]);
-    until("IMPL-001 awaiting review", || {
-        awaiting(root, "IMPL-001").is_some()
-    });
-    until("IMPL-003 completed", || {
-        task(root, "IMPL-003").is_some_and(|t| t.status == TaskStatus::Completed)
-    });
+    until(
+        "IMPL-001 awaiting review",
+        || awaiting(root, "IMPL-001"),
+        Option::is_some,
+    );
+    until(
+        "IMPL-003 completed",
+        || task(root, "IMPL-003").map(|t| t.status),
+        |s| *s == Some(TaskStatus::Completed),
+    );
     // Nothing else can run (IMPL-002 waits for IMPL-001): kill the run.
     if let Some(mut child) = run.0.take() {
         wavecrew_sys::process::kill_group(Some(child.id()));
@@ -424,9 +434,11 @@ fn an_approved_landing_is_verified_and_a_failing_candidate_lands_nothing() {
     );
     std::fs::write(&config, text).unwrap();
     let mut run = Run::start(root, &["--max-parallel", "1"]);
-    until("IMPL-001 awaiting review", || {
-        awaiting(root, "IMPL-001").is_some()
-    });
+    until(
+        "IMPL-001 awaiting review",
+        || awaiting(root, "IMPL-001"),
+        Option::is_some,
+    );
     let o = run_bin("wavecrew", &["approve", &session, "IMPL-001"], root);
     assert_eq!(o.code, 0, "{}", o.render());
     assert_eq!(run.wait(), 1);
@@ -473,9 +485,11 @@ fn a_reviewed_change_to_a_protected_path_waits_for_the_person_naming_it() {
     text.push_str("\n[isolation]\nprotected = [\"ci/**\"]\n");
     std::fs::write(&config, text).unwrap();
     let mut run = Run::start(root, &["--max-parallel", "1"]);
-    until("IMPL-001 awaiting review", || {
-        awaiting(root, "IMPL-001").is_some()
-    });
+    until(
+        "IMPL-001 awaiting review",
+        || awaiting(root, "IMPL-001"),
+        Option::is_some,
+    );
     let t = task(root, "IMPL-001").unwrap();
     let r = t.result.clone().unwrap();
     assert_eq!(r["protected_paths"], json!(["ci/pipeline.yml"]), "{r:#}");

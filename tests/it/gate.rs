@@ -239,17 +239,32 @@ fn task_file_role(role_name: &str, role: Option<&str>, roles: &str) {
     let mut run = crate::cockpit_review::Run(Some(cmd.spawn().unwrap()));
     let session = root.join(".workflow/.team").join(&session_id);
     let store = wavecrew_core::FileTaskStore::for_session(&session);
-    crate::cockpit::until("every task failed or awaits review", || {
-        store.list().is_ok_and(|tasks| {
-            tasks.len() == MISBEHAVIOURS.len()
-                && tasks.iter().all(|t| {
-                    t.status.as_str() == "failed"
-                        || t.result
+    // (Ok: the condition holds of what was read.)
+    let _ = crate::cockpit::until(
+        "every task failed or awaits review",
+        || {
+            store.list().map(|tasks| {
+                tasks
+                    .into_iter()
+                    .map(|t| {
+                        let awaiting = t
+                            .result
                             .as_ref()
-                            .is_some_and(|r| r["awaiting_review"] == true)
-                })
-        })
-    });
+                            .is_some_and(|r| r["awaiting_review"] == true);
+                        (t.id.to_string(), t.status.as_str(), awaiting)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        },
+        |tasks| {
+            tasks.as_ref().is_ok_and(|tasks| {
+                tasks.len() == MISBEHAVIOURS.len()
+                    && tasks
+                        .iter()
+                        .all(|(_, status, awaiting)| *status == "failed" || *awaiting)
+            })
+        },
+    );
     let ids = task_file_ids(&session);
     assert_eq!(ids.len(), MISBEHAVIOURS.len(), "{ids:?}");
     for (id, m) in ids.iter().zip(MISBEHAVIOURS) {

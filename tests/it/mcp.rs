@@ -288,12 +288,16 @@ fn an_mcp_client_plans_starts_follows_and_reviews_a_run() {
     assert!(again["started"] == false || run.ended(), "{again}");
 
     // IMPL-001 waits for a person's review; nothing approves it meanwhile.
-    until("IMPL-001 awaiting review", || {
-        awaiting(root, "IMPL-001").is_some()
-    });
-    until("IMPL-003 completed", || {
-        task(root, "IMPL-003").is_some_and(|t| t.status == TaskStatus::Completed)
-    });
+    until(
+        "IMPL-001 awaiting review",
+        || awaiting(root, "IMPL-001"),
+        Option::is_some,
+    );
+    until(
+        "IMPL-003 completed",
+        || task(root, "IMPL-003").map(|t| t.status),
+        |s| *s == Some(TaskStatus::Completed),
+    );
     let status = c.ok("status", &json!({"session": SESSION}));
     assert_eq!(status["session"], SESSION, "{status}");
     assert_eq!(
@@ -315,12 +319,12 @@ fn an_mcp_client_plans_starts_follows_and_reviews_a_run() {
     assert_eq!(v["action"], "approve", "{v}");
 
     // Status until it ends: every task completed.
-    let mut last = Value::Null;
     // `status` says when the run it started ended, and how.
-    until("the run ends", || {
-        last = c.ok("status", &json!({"session": SESSION}));
-        last["run"]["running"] == false
-    });
+    let last = until(
+        "the run ends",
+        || c.ok("status", &json!({"session": SESSION})),
+        |last| last["run"]["running"] == false,
+    );
     assert_eq!(last["run"]["exit_code"], 0, "{last}");
     assert!(run.ended());
     assert_eq!(
@@ -393,7 +397,7 @@ fn an_mcp_client_plans_starts_follows_and_reviews_a_run() {
     let resumed = c.ok("start", &json!({"task_file": TASKS}));
     let rerun = Started::of(&resumed);
     assert_eq!(resumed["resumed"], true, "{resumed}");
-    until("the resumed run ends", || rerun.ended());
+    until("the resumed run ends", || rerun.ended(), |ended| *ended);
     let log = std::fs::read_to_string(resumed["log"].as_str().unwrap()).unwrap();
     assert!(log.contains("resuming the session"), "{log}");
 }
@@ -451,18 +455,20 @@ fn an_mcp_client_cancels_a_running_task_and_retries_it() {
     let started = c.ok("start", &json!({"task_file": GATED}));
     let run = Started::of(&started);
     let gate = gates.path("IMPL-001").display().to_string();
-    until("IMPL-001's agent waiting at its gate", || {
-        !processes_mentioning(&gate).is_empty()
-    });
+    until(
+        "IMPL-001's agent waiting at its gate",
+        || processes_mentioning(&gate),
+        |found| !found.is_empty(),
+    );
     let e = c.refused("retry", &json!({"session": session, "task": "IMPL-001"}));
     assert!(e.contains("IMPL-001 is in_progress"), "{e}");
     let v = c.ok("cancel", &json!({"session": session, "task": "IMPL-001"}));
     assert_eq!(v["action"], "cancel", "{v}");
-    let mut status = Value::Null;
-    until("the run ends after the cancel", || {
-        status = c.ok("status", &json!({"session": session}));
-        status["run"]["running"] == false
-    });
+    let status = until(
+        "the run ends after the cancel",
+        || c.ok("status", &json!({"session": session})),
+        |status| status["run"]["running"] == false,
+    );
     assert_eq!(status["run"]["exit_code"], 1, "a task failed: {status}");
     assert!(run.ended());
     assert_eq!(
@@ -482,11 +488,11 @@ fn an_mcp_client_cancels_a_running_task_and_retries_it() {
     let again = c.ok("start", &json!({"task_file": GATED}));
     assert_eq!(again["resumed"], true, "{again}");
     let rerun = Started::of(&again);
-    let mut last = Value::Null;
-    until("the run ends with both tasks completed", || {
-        last = c.ok("status", &json!({"session": session}));
-        rerun.ended()
-    });
+    let (_, last) = until(
+        "the run ends with both tasks completed",
+        || (rerun.ended(), c.ok("status", &json!({"session": session}))),
+        |(ended, _)| *ended,
+    );
     assert_eq!(
         states(&last),
         [

@@ -11,11 +11,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use wavecrew_core::{FileTaskStore, TaskStatus, TaskStore};
 use wavecrew_testkit::bin_path;
+use wavecrew_testkit::wait::until;
 
 use crate::hosts::{HostProcess, Hosts};
 use crate::team::{SESSION, git, role_file};
@@ -182,37 +183,6 @@ fn busy_task(hosts: &Hosts, host: &str) -> Option<String> {
     })
 }
 
-pub(crate) fn wait_for(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// What another process writes, read until `done` holds of it, within
-/// `limit`: the state that held (read once more is never needed). When
-/// the bound passes, the failure says what it saw last.
-pub(crate) fn wait_for_state<T: std::fmt::Debug>(
-    what: &str,
-    limit: Duration,
-    mut read: impl FnMut() -> T,
-    done: impl Fn(&T) -> bool,
-) -> T {
-    let start = Instant::now();
-    loop {
-        let seen = read();
-        if done(&seen) {
-            return seen;
-        }
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for {what}; last seen: {seen:#?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator() {
     let hosts = Hosts::start(4);
@@ -226,21 +196,32 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
         .iter()
         .map(|h| ((*h).to_owned(), worker(&hosts, h)))
         .collect();
-    wait_for("the workers to wait", Duration::from_secs(30), || {
-        workers
-            .iter()
-            .all(|(_, w)| w.stderr().contains("waiting for a session"))
-    });
+    until(
+        "every worker waiting for a session",
+        Duration::from_secs(30),
+        || {
+            workers
+                .iter()
+                .map(|(h, w)| (h.clone(), w.stderr()))
+                .collect::<Vec<_>>()
+        },
+        |seen| {
+            seen.iter()
+                .all(|(_, stderr)| stderr.contains("waiting for a session"))
+        },
+    );
     let coordinator = start_coordinator(&hosts, &session);
 
     // Kill h3 in the middle of a task, once the run is under way.
-    let completed = |n: usize| {
-        let session = session.clone();
-        move || per_task(&records(&session), "task_merged").len() >= n
-    };
-    wait_for("three landings", Duration::from_secs(120), completed(3));
+    let landed = || per_task(&records(&session), "task_merged");
+    until(
+        "three landings",
+        Duration::from_secs(120),
+        landed,
+        |landed| landed.len() >= 3,
+    );
     // While it runs, `wavecrew status` shows where.
-    wait_for(
+    let _ = until(
         "status to show a host at work",
         Duration::from_secs(60),
         || {
@@ -249,8 +230,11 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
                 &["status", session.to_str().unwrap(), "--json"],
                 root,
             );
-            serde_json::from_str::<Value>(&o.stdout).is_ok_and(|v| {
-                v["running"].as_array().is_some_and(|r| {
+            serde_json::from_str::<Value>(&o.stdout).map(|v| v["running"].clone())
+        },
+        |running| {
+            running.as_ref().is_ok_and(|r| {
+                r.as_array().is_some_and(|r| {
                     r.iter()
                         .any(|t| ["h2", "h3", "h4"].contains(&t["host"].as_str().unwrap_or("")))
                 })
@@ -259,41 +243,36 @@ fn a_session_survives_a_killed_host_a_partitioned_one_and_a_killed_coordinator()
     );
     // Which host takes which ticket is the hosts' race: the first one seen
     // at work is killed, the next of the others seen at work is cut off.
-    let mut killed = None;
-    wait_for(
+    let (dead, killed) = until(
         "a worker host to work on a task",
         Duration::from_secs(120),
-        || {
-            killed = busy_host(&hosts, &WORKER_HOSTS);
-            killed.is_some()
-        },
-    );
-    let (dead, killed) = killed.unwrap();
+        || busy_host(&hosts, &WORKER_HOSTS),
+        Option::is_some,
+    )
+    .unwrap();
     hosts.kill_host(dead);
     // Cut another off in the middle of a task, for longer than a ticket
     // stays with a silent host: the task goes elsewhere, and the cut-off
     // host must record nothing.
     let others: Vec<&str> = WORKER_HOSTS.into_iter().filter(|h| *h != dead).collect();
-    let mut cut_off = None;
-    wait_for(
+    let (cut, cut_off) = until(
         "another host to work on a task",
         Duration::from_secs(120),
-        || {
-            cut_off = busy_host(&hosts, &others);
-            cut_off.is_some()
-        },
-    );
-    let (cut, cut_off) = cut_off.unwrap();
+        || busy_host(&hosts, &others),
+        Option::is_some,
+    )
+    .unwrap();
     hosts.partition(cut);
     std::thread::sleep(Duration::from_secs(10));
     hosts.heal(cut);
     // Kill the coordinator itself; a new one resumes from NATS and the
     // session folder.
-    let so_far = per_task(&records(&session), "task_merged").len();
-    wait_for(
+    let so_far = landed().len();
+    until(
         "one more landing",
         Duration::from_secs(120),
-        completed(so_far + 1),
+        landed,
+        |landed| landed.len() > so_far,
     );
     coordinator.kill().unwrap();
     let _ = coordinator.wait();

@@ -21,8 +21,9 @@ use wavecrew_core::{FileTaskStore, Task, TaskId, TaskStatus, TaskStore};
 use wavecrew_testkit::{bin_path, run_bin};
 
 use crate::hosts::{HostProcess, Hosts};
-use crate::scale_out::{per_task, records, wait_for, wait_for_state, wavecrew, worker};
+use crate::scale_out::{per_task, records, wavecrew, worker};
 use crate::team::git;
+use wavecrew_testkit::wait::until;
 
 const SESSION: &str = "TC-hoststeer-2026-11-25";
 
@@ -139,10 +140,13 @@ depends_on = ["IMPL-001"]
     let c = coordinator(&hosts, root);
     let integration = format!("wavecrew/{SESSION}");
 
-    wait_for("IMPL-001 awaiting review", PATIENCE, || {
-        awaiting(root, "IMPL-001").is_some() || c.try_wait().ok().flatten().is_some()
-    });
-    let first = awaiting(root, "IMPL-001").unwrap_or_else(|| panic!("{}", logs(&c, &w)));
+    let (first, _) = until(
+        "IMPL-001 awaiting review (or the coordinator's end)",
+        PATIENCE,
+        || (awaiting(root, "IMPL-001"), c.try_wait().ok().flatten()),
+        |(first, ended)| first.is_some() || ended.is_some(),
+    );
+    let first = first.unwrap_or_else(|| panic!("{}", logs(&c, &w)));
     // Done on h2, brought home, not landed: it waits on its branch.
     let t = task(root, "IMPL-001").unwrap();
     assert_eq!(t.result.as_ref().unwrap()["remote"]["host"], "h2");
@@ -182,11 +186,13 @@ depends_on = ["IMPL-001"]
         root,
     );
     assert_eq!(o.code, 0, "{}", o.render());
-    wait_for("the revision awaiting review", PATIENCE, || {
-        awaiting(root, "IMPL-001").is_some_and(|b| b != first)
-            || c.try_wait().ok().flatten().is_some()
-    });
-    let second = awaiting(root, "IMPL-001")
+    let (second, _) = until(
+        "the revision awaiting review (or the coordinator's end)",
+        PATIENCE,
+        || (awaiting(root, "IMPL-001"), c.try_wait().ok().flatten()),
+        |(b, ended)| b.as_ref().is_some_and(|b| *b != first) || ended.is_some(),
+    );
+    let second = second
         .filter(|b| *b != first)
         .unwrap_or_else(|| panic!("no revision awaits review\n{}", logs(&c, &w)));
     assert_eq!(
@@ -358,11 +364,22 @@ title = "quick"
     let net = host_data(&hosts, "h2");
     let c = coordinator(&hosts, root);
 
-    wait_for("IMPL-001 running on h2", PATIENCE, || {
-        task(root, "IMPL-001").is_some_and(|t| {
-            t.status == TaskStatus::InProgress && t.lease.is_some_and(|l| l.host == "h2")
-        }) && !agents_of("IMPL-001", &net).is_empty()
-    });
+    until(
+        "IMPL-001 running on h2, its agent there",
+        PATIENCE,
+        || {
+            let t = task(root, "IMPL-001");
+            let lease = t
+                .as_ref()
+                .and_then(|t| t.lease.as_ref().map(|l| l.host.clone()));
+            (t.map(|t| t.status), lease, agents_of("IMPL-001", &net))
+        },
+        |(status, host, agents)| {
+            *status == Some(TaskStatus::InProgress)
+                && host.as_deref() == Some("h2")
+                && !agents.is_empty()
+        },
+    );
     // h2's records reach the session's bus while its attempt runs (the
     // agent sleeps ten minutes): the start of the attempt is there long
     // before its end, stamped when it landed, with when h2 wrote it.
@@ -377,7 +394,7 @@ title = "quick"
             })
             .cloned()
     };
-    let record = wait_for_state(
+    let record = until(
         "h2's record of IMPL-001's attempt on the session's bus",
         Duration::from_secs(60),
         || records(&session),
@@ -423,27 +440,26 @@ title = "quick"
     let applied: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(applied["action"], "cancel", "{applied}");
     assert_eq!(applied["task"], "IMPL-001", "{applied}");
-    let start = std::time::Instant::now();
-    while !task(root, "IMPL-001").is_some_and(|t| t.status == TaskStatus::Failed) {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "IMPL-001 was not recorded cancelled: {:?}\n{}",
-            task(root, "IMPL-001"),
-            logs(&c, &w)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let t = task(root, "IMPL-001").unwrap();
+    let t = until(
+        "IMPL-001 recorded cancelled",
+        Duration::from_secs(60),
+        || task(root, "IMPL-001"),
+        |t| t.as_ref().is_some_and(|t| t.status == TaskStatus::Failed),
+    )
+    .unwrap();
     assert_eq!(t.status, TaskStatus::Failed, "{t:?}\n{}", logs(&c, &w));
     let result = t.result.unwrap();
     assert_eq!(result["cancelled"], true, "{result}");
     assert_eq!(result["error"], "cancelled by a person", "{result}");
     assert_eq!(result["remote"]["host"], "h2", "{result}");
-    wait_for("the agent on h2 to stop", Duration::from_secs(30), || {
-        agents_of("IMPL-001", &net).is_empty()
-    });
+    until(
+        "the agent on h2 to stop",
+        Duration::from_secs(30),
+        || agents_of("IMPL-001", &net),
+        Vec::is_empty,
+    );
     // The cancel's record lands through the bus mirror: waited for.
-    let cancelled = wait_for_state(
+    let cancelled = until(
         "IMPL-001's task_cancelled record",
         Duration::from_secs(60),
         || {
@@ -564,10 +580,17 @@ title = "wait for the test"
     };
 
     // Attempt 1 fails on h2; what depends on it is skipped.
-    wait_for("IMPL-001 failed and IMPL-002 skipped", PATIENCE, || {
-        task(root, "IMPL-002").is_some_and(|t| t.status == TaskStatus::Skipped)
-            || c.try_wait().ok().flatten().is_some()
-    });
+    until(
+        "IMPL-002 skipped (or the coordinator's end)",
+        PATIENCE,
+        || {
+            (
+                task(root, "IMPL-002").map(|t| t.status),
+                c.try_wait().ok().flatten(),
+            )
+        },
+        |(s, ended)| *s == Some(TaskStatus::Skipped) || ended.is_some(),
+    );
     let t = task(root, "IMPL-001").unwrap();
     assert_eq!(t.status, TaskStatus::Failed, "{t:?}\n{}", logs(&c, &w));
     assert_eq!(t.attempts, 1);
@@ -691,11 +714,20 @@ depends_on = ["IMPL-001"]
     let c = coordinator(&hosts, root);
     let held = ["IMPL-002", "IMPL-003"];
 
-    wait_for("IMPL-001 running on h2", PATIENCE, || {
-        task(root, "IMPL-001").is_some_and(|t| {
-            t.status == TaskStatus::InProgress && t.lease.is_some_and(|l| l.host == "h2")
-        }) || c.try_wait().ok().flatten().is_some()
-    });
+    until(
+        "IMPL-001 running on h2 (or the coordinator's end)",
+        PATIENCE,
+        || {
+            let t = task(root, "IMPL-001");
+            let lease = t
+                .as_ref()
+                .and_then(|t| t.lease.as_ref().map(|l| l.host.clone()));
+            (t.map(|t| t.status), lease, c.try_wait().ok().flatten())
+        },
+        |(s, host, ended)| {
+            (*s == Some(TaskStatus::InProgress) && host.as_deref() == Some("h2")) || ended.is_some()
+        },
+    );
     let o = run_bin("wavecrew", &["pause", &session_arg], root);
     assert_eq!(o.code, 0, "{}", o.render());
     assert!(o.stdout.contains("dispatch paused"), "{}", o.render());
@@ -707,10 +739,17 @@ depends_on = ["IMPL-001"]
 
     // The task out already goes on on h2, comes home and lands.
     std::fs::write(&gate, "").unwrap();
-    wait_for("IMPL-001 completed", PATIENCE, || {
-        task(root, "IMPL-001").is_some_and(|t| t.status == TaskStatus::Completed)
-            || c.try_wait().ok().flatten().is_some()
-    });
+    until(
+        "IMPL-001 completed (or the coordinator's end)",
+        PATIENCE,
+        || {
+            (
+                task(root, "IMPL-001").map(|t| t.status),
+                c.try_wait().ok().flatten(),
+            )
+        },
+        |(s, ended)| *s == Some(TaskStatus::Completed) || ended.is_some(),
+    );
     let t = task(root, "IMPL-001").unwrap();
     assert_eq!(t.status, TaskStatus::Completed, "{t:?}\n{}", logs(&c, &w));
     assert_eq!(t.result.as_ref().unwrap()["remote"]["host"], "h2");
@@ -741,9 +780,12 @@ depends_on = ["IMPL-001"]
     }
     // The coordinator said why they wait.
     for id in held {
-        wait_for(&format!("{id} held"), Duration::from_secs(30), || {
-            count(&session, "dispatch_held", id) == 1
-        });
+        until(
+            &format!("{id} held once"),
+            Duration::from_secs(30),
+            || count(&session, "dispatch_held", id),
+            |n| *n == 1,
+        );
         // Held before the run counts it as a worker: no ticket, no
         // `task_unblocked` record.
         assert_eq!(count(&session, "task_unblocked", id), 0, "{id}");

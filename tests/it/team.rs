@@ -443,12 +443,16 @@ fn spawn_and_stop_then_check_then_resume() {
         o.stdout
     );
     // The detached worker (and its fast-advance) finish on their own.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while p.status("IMPL-002") != TaskStatus::Completed && std::time::Instant::now() < deadline {
-        let r = run_bin("wavecrew-team", &["resume", "--session", s], p.root());
-        assert_eq!(r.code, 0, "{}", r.render());
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    wavecrew_testkit::wait::until(
+        "IMPL-002 completed, resuming the team",
+        std::time::Duration::from_secs(60),
+        || {
+            let r = run_bin("wavecrew-team", &["resume", "--session", s], p.root());
+            assert_eq!(r.code, 0, "{}", r.render());
+            p.status("IMPL-002")
+        },
+        |s| *s == TaskStatus::Completed,
+    );
     assert_eq!(p.status("IMPL-001"), TaskStatus::Completed);
     assert_eq!(p.status("IMPL-002"), TaskStatus::Completed);
     let c = run_bin("wavecrew-team", &["check", "--session", s], p.root());

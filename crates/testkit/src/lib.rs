@@ -6,7 +6,9 @@
 //!   lines;
 //! * [`run_bin`]: run one of the workspace's binaries and render its exit
 //!   code, stdout and stderr as one redacted text, ready to snapshot;
-//! * [`git`](mod@git): git through wavecrew's one runner, as a test identity.
+//! * [`git`](mod@git): git through wavecrew's one runner, as a test identity;
+//! * [`wait::until`]: wait for what another process writes, bounded, saying what
+//!   it saw when the bound passes.
 //!
 //! ```
 //! let text = wavecrew_testkit::redact("at 2026-03-04T09:15:02.481+00:00 in /tmp/.tmpAbC123/x took 12ms pid 4242");
@@ -19,6 +21,7 @@ pub mod git;
 pub mod model_server;
 mod redact;
 mod session;
+pub mod wait;
 
 pub use cli::{CliOutput, bin_path, run_bin};
 pub use redact::{FILTERS, insta_settings, redact};
