@@ -19,7 +19,24 @@ fn cargo_install_puts_working_binaries_on_path() {
     let target = built.parent().and_then(Path::parent).unwrap().to_owned();
     let root = tempfile::tempdir().unwrap();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(&cargo)
+    let stamp = |p: &Path| {
+        std::fs::metadata(p).map(|m| (std::os::unix::fs::MetadataExt::ino(&m), m.modified().ok()))
+    };
+    let before = stamp(&built).unwrap();
+    let mut install = Command::new(&cargo);
+    // Cargo as a user runs it: without the variables the test harness sets
+    // for this test (CARGO_MANIFEST_DIR, CARGO_PKG_*, ...). A build script
+    // that tracks one (ring's tracks CARGO_MANIFEST_DIR) would see it change
+    // and rebuild ring, rustls, async-nats and every crate above them.
+    for (key, _) in std::env::vars_os() {
+        if key
+            .to_str()
+            .is_some_and(|k| k.starts_with("CARGO_") && k != "CARGO_HOME")
+        {
+            install.env_remove(key);
+        }
+    }
+    let out = install
         // The features the tests build with (the engine too, as a fleet
         // installs it), so the install reuses the build instead of
         // replacing the binaries other tests are running.
@@ -43,6 +60,12 @@ fn cargo_install_puts_working_binaries_on_path() {
         out.status.success(),
         "cargo install failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stamp(&built).unwrap(),
+        before,
+        "cargo install rebuilt the binaries the other tests are running: its \
+         features or environment differ from the tests' build"
     );
     let bin = root.path().join("bin");
     for name in [
