@@ -14,16 +14,6 @@ export PATH="$CACHE/cargo/bin:$PATH"
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
-# A clean clone builds everything once: incremental state would only fill the disk
-# (gigabytes of it) and slow the build down.
-if [ -n "${CI:-}" ]; then
-  export CARGO_INCREMENTAL=0
-fi
-
-if ! cargo nextest --version >/dev/null 2>&1; then
-  step "installing cargo-nextest into $CACHE/cargo"
-  cargo install --locked --root "$CACHE/cargo" cargo-nextest
-fi
 for component in rustfmt clippy; do
   if ! cargo "${component/rustfmt/fmt}" --version >/dev/null 2>&1; then
     step "installing the $component component"
@@ -34,14 +24,20 @@ done
 step "cargo fmt --check"
 cargo fmt --all --check
 
-# The Rust build (clippy, then the test targets and the binaries the e2e
-# tests run, in one feature resolution) waits on the CPU while the installs
-# below wait on the network: they run side by side.
+# The Rust build (clippy, the binaries the e2e tests run, then the test
+# targets) waits on the CPU while the installs below wait on the network: they
+# run side by side. The binaries are built as `cargo install` builds them (the
+# CLI package alone, with the engine; what `bin_path` builds outside CI), not
+# in the test targets' feature resolution, which adds what dev-dependencies
+# turn on (nix's `mount`, ...): the e2e tests run what users install, and the
+# install test finds those very binaries built instead of relinking them under
+# the other tests.
 BUILD_LOG="$(mktemp -t wavecrew-build.XXXXXX)"
 step "cargo clippy and the test build, beside the installs (log: $BUILD_LOG)"
 (
   cargo clippy --workspace --all-targets --locked -- -D warnings \
-    && cargo build --workspace --bins --tests --locked
+    && cargo build -p wavecrew-cli --features nats --bins --locked \
+    && cargo build --workspace --tests --locked
 ) >"$BUILD_LOG" 2>&1 &
 BUILD_PID=$!
 # An install that fails (or Ctrl-C) ends the script: the build goes with it,
@@ -49,6 +45,17 @@ BUILD_PID=$!
 # (`|| true`: under `set -e` a failing command in the trap would become the
 # script's exit status, and nothing is left to kill once the build ended.)
 trap 'pkill -P "$BUILD_PID" 2>/dev/null || true; kill "$BUILD_PID" 2>/dev/null || true' EXIT
+
+# On a machine without it, nextest is built from crates.io (no other source is
+# reachable): pinned, in the dev profile and without its self-updater, which
+# builds in a third of the time of a release build with every feature (125 s
+# here, beside the workspace's build; it is needed only when the tests start).
+if ! cargo nextest --version >/dev/null 2>&1; then
+  step "installing cargo-nextest into $CACHE/cargo"
+  CARGO_PROFILE_DEV_DEBUG=false \
+    cargo install --quiet --locked --debug --no-default-features --features default-no-update \
+    --root "$CACHE/cargo" cargo-nextest@0.9.151
+fi
 
 # --- wavecrew-validation: test tools for the fixture projects (begin) ---
 # crates/validation's tests run real pytest (with pytest-cov), jest and
