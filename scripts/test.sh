@@ -159,13 +159,32 @@ fi
 grep -v '^\s*\(Compiling\|Checking\|Downloaded\|Downloading\)' "$BUILD_LOG" || true
 rm -f "$BUILD_LOG"
 
-# The binaries the e2e tests run were built above, with the tests' own
-# features: no test builds them again.
-step "cargo nextest run"
-WAVECREW_E2E_NO_BUILD=1 cargo nextest run --workspace --locked --profile ci
+# The doc tests and `cargo doc` run beside the tests, which leave a core idle
+# at times (agents that hang on purpose, hosts cut off): they start once
+# nextest has its test binaries, when cargo's build lock is free again, and
+# their output follows the tests'.
+NEXTEST_LOG="$(mktemp -t wavecrew-nextest.XXXXXX)"
+DOC_LOG="$(mktemp -t wavecrew-doc.XXXXXX)"
+(
+  until grep -q '^ *Starting ' "$NEXTEST_LOG" 2>/dev/null; do sleep 1; done
+  printf '==> doc tests\n'
+  cargo test --doc --workspace --locked
+  printf '==> cargo doc (warnings denied)\n'
+  RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
+) >"$DOC_LOG" 2>&1 &
+DOC_PID=$!
+trap 'pkill -P "$BUILD_PID" 2>/dev/null || true; kill "$BUILD_PID" 2>/dev/null || true; pkill -P "$DOC_PID" 2>/dev/null || true; kill "$DOC_PID" 2>/dev/null || true' EXIT
 
-step "doc tests"
-cargo test --doc --workspace --locked
+# The binaries the e2e tests run were built above: no test builds them again.
+step "cargo nextest run (the doc tests and cargo doc beside it)"
+WAVECREW_E2E_NO_BUILD=1 cargo nextest run --workspace --locked --profile ci 2>&1 | tee "$NEXTEST_LOG"
 
-step "cargo doc (warnings denied)"
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --locked
+step "waiting for the doc tests and cargo doc"
+DOC_STATUS=0
+wait "$DOC_PID" || DOC_STATUS=$?
+cat "$DOC_LOG"
+rm -f "$NEXTEST_LOG" "$DOC_LOG"
+if [ "$DOC_STATUS" != 0 ]; then
+  echo "the doc tests or cargo doc failed" >&2
+  exit 1
+fi
