@@ -122,6 +122,16 @@ pub(crate) fn until<T: std::fmt::Debug>(
     wavecrew_testkit::wait::until(what, PATIENCE, read, done)
 }
 
+/// Wait until the run has put `id` in `status`; past the bound, the
+/// failure shows the state last seen.
+pub(crate) fn until_state(p: &Project, id: &str, status: TaskStatus) {
+    until(
+        &format!("{id} {}", status.as_str()),
+        || state(p, id),
+        |s| *s == Some(status),
+    );
+}
+
 /// The kinds of the bus's records about `task`, in order.
 pub(crate) fn record_kinds(p: &Project, task: &str) -> Vec<String> {
     p.bus_log()
@@ -193,11 +203,7 @@ fn pause_holds_dispatch_until_resume_and_running_tasks_go_on() {
     let p = two_tasks(&gates);
     let session = p.session().display().to_string();
     let mut run = BackgroundRun::start(&p, &gates, &["IMPL-001", "IMPL-002"], &[]);
-    until(
-        "IMPL-001 running",
-        || state(&p, "IMPL-001"),
-        |s| *s == Some(TaskStatus::InProgress),
-    );
+    until_state(&p, "IMPL-001", TaskStatus::InProgress);
     let o = cli(&p, &["pause", &session]);
     assert_eq!(o.code, 0, "{}", o.render());
     assert!(o.stdout.contains("dispatch paused"), "{}", o.render());
@@ -208,11 +214,7 @@ fn pause_holds_dispatch_until_resume_and_running_tasks_go_on() {
     // The running task goes on to the end while paused.
     gates.open("IMPL-001");
     gates.open("IMPL-002");
-    until(
-        "IMPL-001 completed",
-        || state(&p, "IMPL-001"),
-        |s| *s == Some(TaskStatus::Completed),
-    );
+    until_state(&p, "IMPL-001", TaskStatus::Completed);
     // Its dependent is ready, but held.
     until(
         "IMPL-002 held",
@@ -313,16 +315,8 @@ fn retry_during_a_run_starts_the_task_again_in_the_same_run() {
     );
     let session = p.session().display().to_string();
     let mut run = BackgroundRun::start(&p, &gates, &["IMPL-002", "IMPL-003"], &[]);
-    until(
-        "IMPL-001 failed",
-        || state(&p, "IMPL-001"),
-        |s| *s == Some(TaskStatus::Failed),
-    );
-    until(
-        "IMPL-002 skipped",
-        || state(&p, "IMPL-002"),
-        |s| *s == Some(TaskStatus::Skipped),
-    );
+    until_state(&p, "IMPL-001", TaskStatus::Failed);
+    until_state(&p, "IMPL-002", TaskStatus::Skipped);
     let program = gates.path("IMPL-001-ok");
     std::fs::write(&program, "#!/bin/sh\nexit 0\n").unwrap();
     std::fs::set_permissions(

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use wavecrew_core::{TaskId, TaskStatus, TaskStore};
 use wavecrew_testkit::bin_path;
 
-use crate::cockpit::{BackgroundRun, Gates, state, until};
+use crate::cockpit::{BackgroundRun, Gates, state, until, until_state};
 use crate::team::project;
 
 const PATIENCE: Duration = Duration::from_secs(120);
@@ -336,11 +336,7 @@ fn the_cockpit_follows_a_run_live_shows_agent_text_as_text_opens_a_diff_and_canc
     docs_shot("cockpit-diff.png", &b.screenshot());
 
     // Cancel the running IMPL-002 from the page.
-    until(
-        "IMPL-002 running",
-        || state(&p, "IMPL-002"),
-        |s| *s == Some(TaskStatus::InProgress),
-    );
+    until_state(&p, "IMPL-002", TaskStatus::InProgress);
     b.eval("document.querySelector('#task-IMPL-002').click(); true");
     b.until(
         "IMPL-002 open and cancellable",

@@ -91,6 +91,26 @@ pub(crate) fn awaiting(root: &Path, id: &str) -> Option<String> {
         .then(|| r["branch"].as_str().unwrap_or_default().to_owned())
 }
 
+/// Wait until `id` waits for review; the branch it waits on.
+pub(crate) fn until_awaiting(root: &Path, id: &str) -> String {
+    until(
+        &format!("{id} awaiting review"),
+        || awaiting(root, id),
+        Option::is_some,
+    )
+    .unwrap()
+}
+
+/// Wait until `id` is in `status`; past the bound, the failure shows the
+/// status last seen.
+pub(crate) fn until_status(root: &Path, id: &str, status: TaskStatus) {
+    until(
+        &format!("{id} {}", status.as_str()),
+        || task(root, id).map(|t| t.status),
+        |s| *s == Some(status),
+    );
+}
+
 /// `git show <rev>` in `root`, or None when git refuses.
 pub(crate) fn show(root: &Path, rev: &str) -> Option<String> {
     wavecrew_sys::git::git(root).args(["show", rev]).text().ok()
@@ -142,18 +162,9 @@ fn reviewed_work_waits_without_a_slot_a_rejection_revises_it_and_an_approval_lan
     let session = session_dir(root).display().to_string();
     // One slot: IMPL-001 (on the longest path) goes first.
     let mut run = Run::start(root, &["--max-parallel", "1"]);
-    let first = until(
-        "IMPL-001 awaiting review",
-        || awaiting(root, "IMPL-001"),
-        Option::is_some,
-    )
-    .unwrap();
+    let first = until_awaiting(root, "IMPL-001");
     // Waiting holds no slot: IMPL-003 runs meanwhile; IMPL-002 waits for it.
-    until(
-        "IMPL-003 completed",
-        || task(root, "IMPL-003").map(|t| t.status),
-        |s| *s == Some(TaskStatus::Completed),
-    );
+    until_status(root, "IMPL-003", TaskStatus::Completed);
     assert_eq!(task(root, "IMPL-002").unwrap().status, TaskStatus::Pending);
     let integration = format!("wavecrew/{SESSION}");
     assert_eq!(
@@ -367,16 +378,8 @@ fn a_run_killed_while_work_awaits_review_is_resumed_and_lands_it_once_approved()
     let root = p.path();
     let session = session_dir(root).display().to_string();
     let mut run = Run::start(root, &["--max-parallel", "1"]);
-    until(
-        "IMPL-001 awaiting review",
-        || awaiting(root, "IMPL-001"),
-        Option::is_some,
-    );
-    until(
-        "IMPL-003 completed",
-        || task(root, "IMPL-003").map(|t| t.status),
-        |s| *s == Some(TaskStatus::Completed),
-    );
+    until_awaiting(root, "IMPL-001");
+    until_status(root, "IMPL-003", TaskStatus::Completed);
     // Nothing else can run (IMPL-002 waits for IMPL-001): kill the run.
     if let Some(mut child) = run.0.take() {
         wavecrew_sys::process::kill_group(Some(child.id()));
@@ -434,11 +437,7 @@ fn an_approved_landing_is_verified_and_a_failing_candidate_lands_nothing() {
     );
     std::fs::write(&config, text).unwrap();
     let mut run = Run::start(root, &["--max-parallel", "1"]);
-    until(
-        "IMPL-001 awaiting review",
-        || awaiting(root, "IMPL-001"),
-        Option::is_some,
-    );
+    until_awaiting(root, "IMPL-001");
     let o = run_bin("wavecrew", &["approve", &session, "IMPL-001"], root);
     assert_eq!(o.code, 0, "{}", o.render());
     assert_eq!(run.wait(), 1);
@@ -485,11 +484,7 @@ fn a_reviewed_change_to_a_protected_path_waits_for_the_person_naming_it() {
     text.push_str("\n[isolation]\nprotected = [\"ci/**\"]\n");
     std::fs::write(&config, text).unwrap();
     let mut run = Run::start(root, &["--max-parallel", "1"]);
-    until(
-        "IMPL-001 awaiting review",
-        || awaiting(root, "IMPL-001"),
-        Option::is_some,
-    );
+    until_awaiting(root, "IMPL-001");
     let t = task(root, "IMPL-001").unwrap();
     let r = t.result.clone().unwrap();
     assert_eq!(r["protected_paths"], json!(["ci/pipeline.yml"]), "{r:#}");

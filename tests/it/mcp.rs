@@ -17,7 +17,7 @@ use wavecrew_core::TaskStatus;
 use wavecrew_testkit::bin_path;
 
 use crate::cockpit::{Gates, processes_mentioning, until};
-use crate::cockpit_review::{SESSION, TASKS, awaiting, review_project, task};
+use crate::cockpit_review::{SESSION, TASKS, review_project, task, until_awaiting, until_status};
 
 /// The Python of the cache's venv, where scripts/test.sh installs `mcp`.
 fn python() -> PathBuf {
@@ -288,16 +288,8 @@ fn an_mcp_client_plans_starts_follows_and_reviews_a_run() {
     assert!(again["started"] == false || run.ended(), "{again}");
 
     // IMPL-001 waits for a person's review; nothing approves it meanwhile.
-    until(
-        "IMPL-001 awaiting review",
-        || awaiting(root, "IMPL-001"),
-        Option::is_some,
-    );
-    until(
-        "IMPL-003 completed",
-        || task(root, "IMPL-003").map(|t| t.status),
-        |s| *s == Some(TaskStatus::Completed),
-    );
+    until_awaiting(root, "IMPL-001");
+    until_status(root, "IMPL-003", TaskStatus::Completed);
     let status = c.ok("status", &json!({"session": SESSION}));
     assert_eq!(status["session"], SESSION, "{status}");
     assert_eq!(

@@ -510,6 +510,22 @@ fn count(session: &Path, kind: &str, task: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// Wait until `id` is in `status` in the store, or the coordinator `c`
+/// ended (the caller's asserts then say how, with its logs).
+fn until_status_or_end(root: &Path, c: &HostProcess, id: &str, status: TaskStatus) {
+    until(
+        &format!("{id} {} (or the coordinator's end)", status.as_str()),
+        PATIENCE,
+        || {
+            (
+                task(root, id).map(|t| t.status),
+                c.try_wait().ok().flatten(),
+            )
+        },
+        |(s, ended)| *s == Some(status) || ended.is_some(),
+    );
+}
+
 /// Wait for `c` to end; its exit code (the logs when it does not end).
 fn exit_code(c: &HostProcess, w: &HostProcess) -> Option<i32> {
     c.wait_timeout(PATIENCE)
@@ -580,17 +596,7 @@ title = "wait for the test"
     };
 
     // Attempt 1 fails on h2; what depends on it is skipped.
-    until(
-        "IMPL-002 skipped (or the coordinator's end)",
-        PATIENCE,
-        || {
-            (
-                task(root, "IMPL-002").map(|t| t.status),
-                c.try_wait().ok().flatten(),
-            )
-        },
-        |(s, ended)| *s == Some(TaskStatus::Skipped) || ended.is_some(),
-    );
+    until_status_or_end(root, &c, "IMPL-002", TaskStatus::Skipped);
     let t = task(root, "IMPL-001").unwrap();
     assert_eq!(t.status, TaskStatus::Failed, "{t:?}\n{}", logs(&c, &w));
     assert_eq!(t.attempts, 1);
@@ -739,17 +745,7 @@ depends_on = ["IMPL-001"]
 
     // The task out already goes on on h2, comes home and lands.
     std::fs::write(&gate, "").unwrap();
-    until(
-        "IMPL-001 completed (or the coordinator's end)",
-        PATIENCE,
-        || {
-            (
-                task(root, "IMPL-001").map(|t| t.status),
-                c.try_wait().ok().flatten(),
-            )
-        },
-        |(s, ended)| *s == Some(TaskStatus::Completed) || ended.is_some(),
-    );
+    until_status_or_end(root, &c, "IMPL-001", TaskStatus::Completed);
     let t = task(root, "IMPL-001").unwrap();
     assert_eq!(t.status, TaskStatus::Completed, "{t:?}\n{}", logs(&c, &w));
     assert_eq!(t.result.as_ref().unwrap()["remote"]["host"], "h2");

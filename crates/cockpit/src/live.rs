@@ -233,12 +233,36 @@ mod tests {
     use super::*;
     use wavecrew_core::{Task, TaskStatus};
 
-    #[test]
-    fn new_records_and_store_changes_arrive_once() {
+    /// A session folder with an empty task store (the folder lives as long
+    /// as the returned guard).
+    fn session() -> (tempfile::TempDir, PathBuf, FileTaskStore) {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join(".workflow/.team/TC-live-2026-11-25");
         std::fs::create_dir_all(&dir).unwrap();
         let store = FileTaskStore::for_session(&dir);
+        (tmp, dir, store)
+    }
+
+    /// The path of `id`'s task file in the session `dir`.
+    fn task_file(dir: &Path, id: &str) -> PathBuf {
+        wavecrew_core::SessionLayout::new(dir)
+            .tasks()
+            .join(format!("{id}.json"))
+    }
+
+    /// Stamp `file` with the modification time `at`.
+    fn set_mtime(file: &Path, at: SystemTime) {
+        std::fs::File::options()
+            .write(true)
+            .open(file)
+            .unwrap()
+            .set_modified(at)
+            .unwrap();
+    }
+
+    #[test]
+    fn new_records_and_store_changes_arrive_once() {
+        let (_tmp, dir, store) = session();
         let id = TaskId::new("IMPL-001").unwrap();
         store.create(Task::new(id.clone(), "one", "")).unwrap();
         let bus = crate::actions::session_bus(&dir).unwrap();
@@ -288,19 +312,14 @@ mod tests {
     /// clock (`blocked` → `pending`, a person's reject) is still seen.
     #[test]
     fn a_rewrite_of_the_same_length_and_time_is_seen() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join(".workflow/.team/TC-live-2026-11-25");
-        std::fs::create_dir_all(&dir).unwrap();
-        let store = FileTaskStore::for_session(&dir);
+        let (_tmp, dir, store) = session();
         let id = TaskId::new("IMPL-001").unwrap();
         let mut task = Task::new(id.clone(), "one", "");
         task.status = TaskStatus::Blocked;
         store.create(task).unwrap();
         let mut feed = Feed::new(&dir, 0, SystemTime::UNIX_EPOCH);
         feed.poll();
-        let file = wavecrew_core::SessionLayout::new(&dir)
-            .tasks()
-            .join("IMPL-001.json");
+        let file = task_file(&dir, "IMPL-001");
         let before = std::fs::metadata(&file).unwrap();
         let text = std::fs::read_to_string(&file).unwrap();
         let after = text.replace("\"blocked\"", "\"pending\"");
@@ -309,12 +328,7 @@ mod tests {
         // here with the old one's time.
         let new = file.with_extension("json.tmp");
         std::fs::write(&new, &after).unwrap();
-        std::fs::File::options()
-            .write(true)
-            .open(&new)
-            .unwrap()
-            .set_modified(before.modified().unwrap())
-            .unwrap();
+        set_mtime(&new, before.modified().unwrap());
         std::fs::rename(&new, &file).unwrap();
         let now = std::fs::metadata(&file).unwrap();
         assert_eq!(
@@ -335,10 +349,7 @@ mod tests {
     /// coarse file clock a little before it, is still news.
     #[test]
     fn a_change_stamped_just_before_the_snapshot_is_still_sent() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join(".workflow/.team/TC-live-2026-11-25");
-        std::fs::create_dir_all(&dir).unwrap();
-        let store = FileTaskStore::for_session(&dir);
+        let (_tmp, dir, store) = session();
         let id = TaskId::new("IMPL-002").unwrap();
         store.create(Task::new(id.clone(), "two", "")).unwrap();
         let since = SystemTime::now();
@@ -348,15 +359,10 @@ mod tests {
                 Ok(())
             })
             .unwrap();
-        let file = wavecrew_core::SessionLayout::new(&dir)
-            .tasks()
-            .join("IMPL-002.json");
-        std::fs::File::options()
-            .write(true)
-            .open(&file)
-            .unwrap()
-            .set_modified(since - std::time::Duration::from_millis(4))
-            .unwrap();
+        set_mtime(
+            &task_file(&dir, "IMPL-002"),
+            since - std::time::Duration::from_millis(4),
+        );
         let mut feed = Feed::new(&dir, 0, since);
         let first = feed.poll();
         assert!(
@@ -369,10 +375,7 @@ mod tests {
 
     #[test]
     fn what_changed_after_the_snapshot_began_is_sent_first() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = tmp.path().join(".workflow/.team/TC-live-2026-11-25");
-        std::fs::create_dir_all(&dir).unwrap();
-        let store = FileTaskStore::for_session(&dir);
+        let (_tmp, dir, store) = session();
         for id in ["IMPL-001", "IMPL-002"] {
             store
                 .create(Task::new(TaskId::new(id).unwrap(), id, ""))
@@ -381,16 +384,7 @@ mod tests {
         // IMPL-001 last changed well before the snapshot (longer ago than
         // the file clock may lag): the baseline.
         let old = SystemTime::now() - std::time::Duration::from_secs(10);
-        std::fs::File::options()
-            .write(true)
-            .open(
-                wavecrew_core::SessionLayout::new(&dir)
-                    .tasks()
-                    .join("IMPL-001.json"),
-            )
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        set_mtime(&task_file(&dir, "IMPL-001"), old);
         // The snapshot begins; then IMPL-002 changes, before the feed.
         std::thread::sleep(std::time::Duration::from_millis(20));
         let since = SystemTime::now();
