@@ -67,13 +67,31 @@ pub enum IsolationError {
     },
     /// The integration branch exists but this session has no state for it.
     #[error(
-        "branch `{branch}` already exists but `{state}` does not; expected a new session id, or the session's state folder"
+        "branch `{branch}` already exists but `{state}` does not; expected a new session id, or the session's state folder (a session made anew under a used id: remove the old branch with `git branch -D {branch}`)"
     )]
     BranchExists {
         /// The branch (`wavecrew/<session-id>`).
         branch: String,
         /// The missing state file.
         state: PathBuf,
+    },
+    /// Task branches of an earlier session under the same id are there,
+    /// but this session has no state for them: a session made anew under a
+    /// used id. Their work started from another base; taken up, they would
+    /// be judged against this one.
+    #[error(
+        "task branches of an earlier session `{session}` are still there ({}), but `{state}` does not exist; expected a new session id, or remove them first: {remove}",
+        branches.join(", ")
+    )]
+    StaleTaskBranches {
+        /// The session id.
+        session: String,
+        /// The branches' short names.
+        branches: Vec<String>,
+        /// The missing state file.
+        state: PathBuf,
+        /// The commands that remove them (their worktrees first).
+        remove: String,
     },
     /// A worktree handed in is not one this session made, or not of the right kind.
     #[error("worktree `{path}`: {message}")]

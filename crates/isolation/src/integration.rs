@@ -14,7 +14,9 @@ use wavecrew_core::fsutil;
 use crate::error::{IsolationError, Result};
 use crate::git;
 use crate::ids::{check_id, check_rel_path};
-use crate::layout::{SLOTS_DIR, canon, free_slot, list_worktrees, pooled, task_branch_name};
+use crate::layout::{
+    SLOTS_DIR, TASK_BRANCH_PREFIX, canon, free_slot, list_worktrees, pooled, task_branch_name,
+};
 use crate::lock::lock;
 use crate::repo::Repo;
 
@@ -237,6 +239,7 @@ impl Integration {
                 state: state_file,
             });
         }
+        refuse_stale_task_branches(repo, session_id, &state_file)?;
         let head = repo
             .resolve("HEAD")?
             .ok_or_else(|| IsolationError::NoCommit {
@@ -743,4 +746,48 @@ pub(crate) fn read_state(state_dir: &Path) -> Result<Option<State>> {
         )));
     }
     Ok(Some(state))
+}
+
+/// Refuse a new session whose id names task branches already there: an
+/// earlier session's under the same id (its folder removed, its branches
+/// kept). Their work started from that session's base; taken up, it would
+/// be judged against this one's. Named, with how to remove them (their
+/// worktrees first: git will not delete a branch checked out in one).
+fn refuse_stale_task_branches(repo: &Repo, session_id: &str, state_file: &Path) -> Result<()> {
+    let prefix = format!("refs/heads/{TASK_BRANCH_PREFIX}{session_id}/");
+    let out = repo
+        .git()
+        .args(["for-each-ref", "--format=%(refname)", &prefix])
+        .text()?;
+    let branches: Vec<String> = out
+        .lines()
+        .filter_map(|r| r.strip_prefix("refs/heads/"))
+        .map(str::to_owned)
+        .collect();
+    if branches.is_empty() {
+        return Ok(());
+    }
+    let checked_out: Vec<String> = list_worktrees(repo)?
+        .into_iter()
+        .filter(|l| {
+            l.branch
+                .as_deref()
+                .is_some_and(|b| b.starts_with(prefix.as_str()))
+        })
+        .map(|l| l.path.display().to_string())
+        .collect();
+    let quote = |words: Vec<&str>| shell_words::join(words);
+    let mut remove = Vec::new();
+    for path in &checked_out {
+        remove.push(quote(vec!["git", "worktree", "remove", "--force", path]));
+    }
+    let mut delete = vec!["git", "branch", "-D"];
+    delete.extend(branches.iter().map(String::as_str));
+    remove.push(quote(delete));
+    Err(IsolationError::StaleTaskBranches {
+        session: session_id.to_owned(),
+        branches,
+        state: state_file.to_owned(),
+        remove: remove.join(" && "),
+    })
 }

@@ -179,9 +179,29 @@ impl Integration {
             }
         };
         // Made if it is not there (one compare-and-swap from nothing); a
-        // branch that is there already is a resumed attempt's, kept.
-        self.repo
+        // branch that is there already is a resumed attempt's, kept. One
+        // there before this attempt's record is another session's (made
+        // anew under this id): its work started from another base, and is
+        // never taken up.
+        let made = self
+            .repo
             .update_ref(&reference, &base, "", "wavecrew: task branch")?;
+        if fresh && !made {
+            let at = self.repo.resolve(&reference)?;
+            if at.as_deref() != Some(base.as_str()) {
+                remove_any(&record_file)?;
+                remove_any(&resetting)?;
+                return Err(IsolationError::Inconsistent {
+                    path: record_file,
+                    message: format!(
+                        "branch `{branch}` was there before this attempt, at {}; expected it \
+                         made now from {base} (a branch of an earlier session under this id: \
+                         remove it with `git branch -D {branch}`)",
+                        at.as_deref().unwrap_or("nothing")
+                    ),
+                });
+            }
+        }
 
         let guard = lock(&self.state_dir.join(WORKTREE_LOCK))?;
         // The attempt's worktree found again by its branch (unique to the

@@ -193,6 +193,56 @@ fn a_lost_branch_is_made_again_and_a_foreign_branch_refused() {
     assert!(err.to_string().contains("wavecrew/S-taken"), "{err}");
 }
 
+/// A session made anew under a used id (its folder and integration branch
+/// removed, its task branches and worktrees left) is refused, naming the
+/// old task branches and the commands that remove them; once they ran, it
+/// starts from the current tip.
+#[test]
+fn a_session_made_anew_under_a_used_id_refuses_the_old_task_branches() {
+    let p = Project::new();
+    let old = p.start("S-anew");
+    let wt = old.open_worktree("T1", 1, &[]).unwrap();
+    std::fs::write(wt.path.join("old.txt"), "old work\n").unwrap();
+    p.git(&["-C", wt.path.to_str().unwrap(), "add", "old.txt"]);
+    p.git(&["-C", wt.path.to_str().unwrap(), "commit", "-qm", "old"]);
+    drop(old);
+    // The user moves on: a new commit, the session's folder and its
+    // integration branch removed.
+    std::fs::write(p.top.join("new.txt"), "new\n").unwrap();
+    p.git(&["add", "new.txt"]);
+    p.git(&["commit", "-qm", "new"]);
+    std::fs::remove_dir_all(p.state_dir("S-anew")).unwrap();
+    p.git(&["update-ref", "-d", "refs/heads/wavecrew/S-anew"]);
+
+    let repo = Repo::open(&p.top).unwrap().unwrap();
+    let err = Integration::start(&repo, "S-anew", &[], &p.state_dir("S-anew")).unwrap_err();
+    let IsolationError::StaleTaskBranches {
+        branches, remove, ..
+    } = &err
+    else {
+        panic!("expected the stale task branches refused: {err}");
+    };
+    assert_eq!(branches, &["wavecrew-tasks/S-anew/T1/1"]);
+    let said = err.to_string();
+    assert!(said.contains("wavecrew-tasks/S-anew/T1/1"), "{said}");
+    assert!(said.contains("git branch -D"), "{said}");
+    assert!(!p.state_dir("S-anew").join("integration.json").exists());
+
+    // The commands it names, as a person would run them.
+    for command in remove.split(" && ") {
+        let words = shell_words::split(command).unwrap();
+        assert_eq!(words[0], "git", "{command}");
+        let args: Vec<&str> = words[1..].iter().map(String::as_str).collect();
+        p.git(&args);
+    }
+    let again = p.start("S-anew");
+    assert_eq!(again.base(), p.git(&["rev-parse", "HEAD"]));
+    let wt = again.open_worktree("T1", 1, &[]).unwrap();
+    assert_eq!(wt.base, again.base());
+    assert!(!wt.path.join("old.txt").exists(), "nothing of the old work");
+    assert!(wt.path.join("new.txt").exists());
+}
+
 #[test]
 fn a_repository_without_commits_is_refused() {
     let dir = tempfile::tempdir().unwrap();
