@@ -102,6 +102,13 @@ impl SessionLayout {
         self.dir.join("reports")
     }
 
+    /// `cache/test-runs/`: the project's test suite as it ran on a base
+    /// commit, one file per framework and tree (written by wavecrew only;
+    /// see `wavecrew_role_kit::suite`).
+    pub fn test_runs(&self) -> PathBuf {
+        self.dir.join("cache").join("test-runs")
+    }
+
     /// `.msg/`: the bus.
     pub fn msg(&self) -> PathBuf {
         self.dir.join(".msg")

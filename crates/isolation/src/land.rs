@@ -195,6 +195,11 @@ impl Integration {
         self.land_checked(wt, task, check)
     }
 
+    /// The tree of `commit`.
+    pub fn tree_id(&self, commit: &str) -> Result<String> {
+        self.repo.tree_of(commit)
+    }
+
     /// The commit, and the branch's commit before it.
     fn commit_on_branch(
         &self,

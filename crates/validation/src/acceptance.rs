@@ -52,6 +52,32 @@ pub struct AcceptanceOptions {
     pub env: BTreeMap<OsString, OsString>,
     /// The box its commands run in (they run the agent's work), or `None`.
     pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
+    /// The task's one run of the project's test suite, when the caller
+    /// made it: a command that runs that suite
+    /// ([`crate::Framework::runs_suite`]) is judged by it instead of
+    /// running the suite again.
+    pub suite: Option<SuiteVerdict>,
+}
+
+/// What the task's one run of the project's test suite said, for the
+/// acceptance commands that run the same suite.
+#[derive(Debug, Clone)]
+pub struct SuiteVerdict {
+    /// The framework that ran.
+    pub framework: crate::Framework,
+    /// The command line it ran as.
+    pub command: String,
+    /// Its exit code.
+    pub exit_code: Option<i32>,
+    /// The tests its report lists.
+    pub tests: u64,
+    /// The end of what it printed.
+    pub output: String,
+    /// How long it ran.
+    pub duration_ms: u64,
+    /// Whether this run was made for this check (false: its result was
+    /// kept from an earlier check of the same tree).
+    pub ran: bool,
 }
 
 impl Default for AcceptanceOptions {
@@ -62,6 +88,7 @@ impl Default for AcceptanceOptions {
             implementation_text: String::new(),
             env: BTreeMap::new(),
             confined: None,
+            suite: None,
         }
     }
 }
@@ -197,6 +224,13 @@ async fn run_verify(
             return r;
         }
     };
+    if let Some(suite) = options
+        .suite
+        .as_ref()
+        .filter(|s| s.framework.runs_suite(&argv))
+    {
+        return judged_by_suite(r, argv, suite);
+    }
     let mut notes = Vec::new();
     if argv.iter().any(|w| SHELL_OPERATORS.contains(&w.as_str()))
         || command.contains([';', '|', '&', '<', '>', '\n', '`'])
@@ -247,6 +281,40 @@ async fn run_verify(
     if !notes.is_empty() {
         r.reason = Some(notes.join("; "));
     }
+    r
+}
+
+/// A criterion whose command runs the project's suite, judged by the
+/// task's one run of it.
+fn judged_by_suite(
+    mut r: CriterionResult,
+    argv: Vec<String>,
+    suite: &SuiteVerdict,
+) -> CriterionResult {
+    r.argv = Some(argv);
+    r.exit_code = suite.exit_code;
+    r.output.clone_from(&suite.output);
+    r.duration_ms = Some(suite.duration_ms);
+    r.status = if suite.exit_code == Some(0) {
+        CheckStatus::Pass
+    } else {
+        CheckStatus::Fail
+    };
+    let how = if suite.ran {
+        "run once for the task"
+    } else {
+        "kept from the run of the same tree"
+    };
+    let code = match suite.exit_code {
+        Some(c) => format!("exit code {c}"),
+        None => "killed by a signal".to_owned(),
+    };
+    r.reason = Some(format!(
+        "judged by the project's test suite ({}), {how}: `{}`, {} tests, {code}",
+        suite.framework.name(),
+        suite.command,
+        suite.tests
+    ));
     r
 }
 

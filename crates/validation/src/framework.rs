@@ -67,6 +67,58 @@ impl Framework {
     }
 }
 
+/// Flags that change only how much a test command prints: the same suite
+/// runs with or without them.
+const VERBOSITY_FLAGS: [&str; 6] = ["-q", "-qq", "-v", "-vv", "--quiet", "--verbose"];
+
+impl Framework {
+    /// Whether `argv` (an acceptance command) runs this framework's whole
+    /// suite as wavecrew runs it: `pytest`, `python -m pytest`, `npx
+    /// jest`, `npm test`, `cargo test`, `go test ./...`, or a configured
+    /// command as configured; only verbosity flags may be added. Such a
+    /// command is judged by the task's one run of the suite.
+    pub fn runs_suite(&self, argv: &[String]) -> bool {
+        let words: Vec<&str> = argv
+            .iter()
+            .map(String::as_str)
+            .filter(|w| !VERBOSITY_FLAGS.contains(w))
+            .collect();
+        let npm_test = |script: &str| {
+            matches!(
+                words.as_slice(),
+                ["npm" | "yarn" | "pnpm", "test"] | ["npm" | "yarn" | "pnpm", "run", _]
+                    if words.len() == 2 || words[2] == script
+            )
+        };
+        match self {
+            Framework::Pytest => matches!(
+                words.as_slice(),
+                ["pytest" | "py.test"] | ["python" | "python3", "-m", "pytest"]
+            ),
+            Framework::Jest => {
+                npm_test("test") || matches!(words.as_slice(), ["jest"] | ["npx", "jest"])
+            }
+            Framework::Vitest => {
+                npm_test("test")
+                    || matches!(
+                        words.as_slice(),
+                        ["vitest", "run"] | ["npx", "vitest", "run"]
+                    )
+            }
+            Framework::CargoNextest => {
+                matches!(words.as_slice(), ["cargo", "nextest", "run"])
+            }
+            Framework::CargoTest => matches!(words.as_slice(), ["cargo", "test"]),
+            Framework::GoTest => matches!(words.as_slice(), ["go", "test", "./..."]),
+            Framework::NpmScript { script } => {
+                (script == "test" && npm_test("test"))
+                    || matches!(words.as_slice(), ["npm", "run", s] if s == script)
+            }
+            Framework::Command { argv: own, .. } => own.as_slice() == argv,
+        }
+    }
+}
+
 fn read_package_json(dir: &Path) -> Option<serde_json::Value> {
     let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
     serde_json::from_str(&text).ok()
@@ -156,4 +208,48 @@ fn is_pytest_project(dir: &Path) -> bool {
         })
     };
     has_test_py(dir) || has_test_py(&dir.join("tests"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_owned).collect()
+    }
+
+    /// The commands that run the whole suite are known; a selection, a
+    /// different tool or other flags are not.
+    #[test]
+    fn the_suite_command_is_recognised_and_nothing_else() {
+        for yes in [
+            "pytest",
+            "pytest -q",
+            "python -m pytest",
+            "python3 -m pytest -v",
+        ] {
+            assert!(Framework::Pytest.runs_suite(&words(yes)), "{yes}");
+        }
+        for no in [
+            "pytest tests/test_a.py",
+            "pytest -k add",
+            "python -c pytest",
+            "make test",
+        ] {
+            assert!(!Framework::Pytest.runs_suite(&words(no)), "{no}");
+        }
+        assert!(Framework::Jest.runs_suite(&words("npm test")));
+        assert!(Framework::Jest.runs_suite(&words("npx jest")));
+        assert!(!Framework::Jest.runs_suite(&words("npm run lint")));
+        assert!(Framework::Vitest.runs_suite(&words("npx vitest run")));
+        assert!(!Framework::Vitest.runs_suite(&words("npx vitest")));
+        assert!(Framework::CargoTest.runs_suite(&words("cargo test")));
+        assert!(!Framework::CargoTest.runs_suite(&words("cargo test --release")));
+        assert!(Framework::GoTest.runs_suite(&words("go test ./...")));
+        let script = Framework::NpmScript {
+            script: "test:unit".into(),
+        };
+        assert!(script.runs_suite(&words("npm run test:unit")));
+        assert!(!script.runs_suite(&words("npm test")));
+    }
 }

@@ -71,8 +71,8 @@ mod status;
 mod syntax;
 
 pub use acceptance::{
-    AcceptanceOptions, AcceptanceReport, CriterionResult, Evidence, Strategy, check_acceptance,
-    keywords, split_command,
+    AcceptanceOptions, AcceptanceReport, CriterionResult, Evidence, Strategy, SuiteVerdict,
+    check_acceptance, keywords, split_command,
 };
 pub use affected::{AffectedTest, affected_tests, is_test_file};
 pub use coverage::{Coverage, CoverageFormat, detect_format, parse_coverage, parse_coverage_file};

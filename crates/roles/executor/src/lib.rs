@@ -36,7 +36,7 @@ use wavecrew_role_kit::{
     Attempt, Checked, Finish, Gate, ReportBuilder, Review, RoleContext, backend_used, derived_id,
 };
 use wavecrew_validation::{
-    AcceptanceOptions, CheckStatus, SyntaxReport, affected_tests, check_acceptance, check_syntax,
+    CheckStatus, SyntaxReport, affected_tests, check_acceptance, check_syntax,
 };
 
 /// The seed's critical keywords: code review is on when one appears.
@@ -566,16 +566,14 @@ impl Finish for Executor {
             .and_then(TaskRun::last)
             .and_then(|o| o.final_message.clone())
             .unwrap_or_default();
-        let acceptance = check_acceptance(
-            &task.acceptance_criteria(),
-            &work.cwd,
-            &AcceptanceOptions {
-                implementation_text: final_text.clone(),
-                confined: self.ctx.command_box(),
-                ..AcceptanceOptions::default()
-            },
-        )
-        .await;
+        // A criterion that runs the project's suite is judged by the task's
+        // one run of it, which the comparison with the base reads too.
+        let criteria = task.acceptance_criteria();
+        let options = self
+            .ctx
+            .acceptance_options(task, &work.workspace, &criteria, final_text.clone())
+            .await;
+        let acceptance = check_acceptance(&criteria, &work.cwd, &options).await;
         let tests = affected_tests(&work.cwd, files);
         let review_status = if work.review.0 {
             let review = self

@@ -1,8 +1,10 @@
 //! Tests compared with the task's base. A task whose change touches a test
-//! file or a test runner's configuration has the project's tests run twice
+//! file or a test runner's configuration has the project's tests compared
 //! with the framework's own reporter (pytest, jest, vitest, cargo, go):
-//! in its worktree, and in a detached worktree of its base (seeded and set
-//! up as a task's worktree is, removed afterwards). Tests of the base that
+//! the task's one run of the suite in its worktree (shared with its
+//! acceptance command, [`crate::suite`]), and the base's run in a detached
+//! worktree of the commit its work started from (kept by the base's tree
+//! id, shared by every task with that base). Tests of the base that
 //! are gone, or that ran there and are skipped now, are named
 //! ([`TestDrift`]); the executor fails such a task, since a criterion that
 //! passes only because its tests went away must not pass.
@@ -13,9 +15,10 @@
 use serde::Serialize;
 use wavecrew_core::Task;
 use wavecrew_core::role::PhaseError;
-use wavecrew_validation::{TestDrift, TestOptions, TestRunner, touches_tests};
+use wavecrew_validation::{TestDrift, touches_tests};
 
 use crate::context::RoleContext;
+use crate::suite::{SuiteNote, task_note};
 use crate::workspace::Workspace;
 
 /// The two runs and what changed between them.
@@ -33,6 +36,9 @@ pub struct BaseComparison {
     /// base's tests did not run): an environment problem, not the agent's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inconclusive: Option<String>,
+    /// The runs of the suite it rests on (the task's, the base's), made
+    /// for it or kept, with their time.
+    pub runs: Vec<SuiteNote>,
 }
 
 impl RoleContext {
@@ -55,90 +61,54 @@ impl RoleContext {
         if !files.iter().any(|f| touches_tests(f)) {
             return Ok(None);
         }
-        let folder =
-            wavecrew_core::SessionLayout::new(&self.session_dir).attempts(task.id.as_str());
-        let options = |name: &str| TestOptions {
-            coverage: false,
-            evidence_dir: Some(folder.join(name)),
-            confined: self.command_box(),
-            ..TestOptions::default()
-        };
-        let Ok(mut after) = TestRunner::new(&worktree.path, options("tests-task")).await else {
-            return Ok(None);
-        };
-        let framework = after.framework().clone();
-        let after = match after.run().await {
-            Ok(run) => run,
+        let (framework, after, ran) = match self.task_suite(task, workspace).await {
+            Ok(Some(found)) => found,
+            Ok(None) => return Ok(None),
             // Tests that cannot run say nothing of the change: reported as
             // an environment problem, not the agent's failure.
             Err(e) => {
+                let framework =
+                    wavecrew_validation::detect_framework(workspace.dir(), &Default::default())
+                        .await;
                 return Ok(Some(BaseComparison {
-                    framework: framework.name().to_owned(),
+                    framework: framework.map(|f| f.name().to_owned()).unwrap_or_default(),
                     base_tests: 0,
                     task_tests: 0,
                     drift: TestDrift::default(),
                     inconclusive: Some(format!(
                         "the tests could not run in the task's worktree: {e}"
                     )),
+                    runs: Vec::new(),
                 }));
             }
         };
-
-        // The base, checked out beside it.
-        let (integration, base, name) = (
-            (**integration).clone(),
-            worktree.base.clone(),
-            format!("base-{}", task.id.as_str()),
-        );
-        let seed = self.config.isolation.seed.clone();
-        let max = self.config.isolation.seed_max_mb.saturating_mul(1 << 20);
-        let made = {
-            let integration = integration.clone();
-            tokio::task::spawn_blocking(move || {
-                let wt = integration.detached_worktree_at(&name, &base)?;
-                integration.seed_build_state(&wt, &seed, max)?;
-                Ok::<_, wavecrew_isolation::IsolationError>(wt)
-            })
-            .await
-            .map_err(|e| PhaseError::workspace(format!("the base's worktree: {e}")))?
-            .map_err(|e| PhaseError::workspace(format!("the base's worktree: {e}")))?
-        };
-        let base_run = async {
-            self.run_setup(&made.path, &folder.join("setup-base.log"))?;
-            let mut runner = TestRunner::new(
-                &made.path,
-                TestOptions {
-                    framework: Some(framework.clone()),
-                    ..options("tests-base")
-                },
-            )
-            .await
-            .map_err(|e| PhaseError::environment(e.to_string()))?;
-            runner
-                .run()
-                .await
-                .map_err(|e| PhaseError::environment(e.to_string()))
-        }
-        .await;
-        let removed = made.clone();
-        let _ = tokio::task::spawn_blocking(move || integration.remove_worktree(&removed)).await;
-
+        let mut runs = vec![task_note(&after, ran)];
+        let base_run = self
+            .base_suite(task, integration, &worktree.base, &framework)
+            .await;
         let (base_tests, drift, inconclusive) = match base_run {
-            Ok(base) if !base.report.cases.is_empty() => (
-                base.report.cases.len(),
-                TestDrift::between(&base.report, &after.report),
-                None,
-            ),
-            Ok(_) => (
-                0,
-                TestDrift::default(),
-                Some("the base's tests reported no test case".to_owned()),
-            ),
-            Err(e) => (
+            Ok((base, note)) => {
+                runs.push(note);
+                if base.report.cases.is_empty() {
+                    (
+                        0,
+                        TestDrift::default(),
+                        Some("the base's tests reported no test case".to_owned()),
+                    )
+                } else {
+                    (
+                        base.report.cases.len(),
+                        TestDrift::between(&base.report, &after.report),
+                        None,
+                    )
+                }
+            }
+            Err(e) if e.kind == wavecrew_core::role::PhaseErrorKind::Environment => (
                 0,
                 TestDrift::default(),
                 Some(format!("the base's tests could not run: {}", e.message)),
             ),
+            Err(e) => return Err(e),
         };
         Ok(Some(BaseComparison {
             framework: framework.name().to_owned(),
@@ -146,6 +116,7 @@ impl RoleContext {
             task_tests: after.report.cases.len(),
             drift,
             inconclusive,
+            runs,
         }))
     }
 }

@@ -90,6 +90,9 @@ pub struct RoleContext {
     /// The session's integration branch once opened (shared by clones):
     /// opened once per process, not once per use.
     pub(crate) integration: Arc<std::sync::OnceLock<wavecrew_isolation::Integration>>,
+    /// The task's runs of the project's suite made so far (shared by
+    /// clones): one per version of the work ([`crate::suite`]).
+    pub(crate) task_runs: crate::suite::TaskRuns,
 }
 
 impl std::fmt::Debug for RoleContext {
@@ -121,6 +124,7 @@ impl RoleContext {
             bus,
             prompts: Arc::new(Prompts::new()),
             integration: Arc::default(),
+            task_runs: Arc::default(),
         }
     }
 

@@ -54,6 +54,7 @@ pub mod report;
 pub mod review_gate;
 pub mod run;
 pub mod session;
+pub mod suite;
 pub mod worker_command;
 pub mod workspace;
 

@@ -449,25 +449,21 @@ impl PlanexRole {
     }
 
     /// The project's tests, through the validation crate, when it has any:
-    /// their record, and why they fail the task.
-    async fn run_tests(&self, dir: &Path) -> (Option<Value>, Option<String>) {
-        let Ok(mut runner) = wavecrew_validation::TestRunner::new(
-            dir,
-            wavecrew_validation::TestOptions {
-                coverage: false,
-                confined: self.ctx.command_box(),
-                ..wavecrew_validation::TestOptions::default()
-            },
-        )
-        .await
-        else {
-            return (None, None);
-        };
-        match runner.run().await {
-            Ok(run) => {
+    /// their record, and why they fail the task. The task's one run of the
+    /// suite ([`wavecrew_role_kit::suite`]): the comparison with its base
+    /// reads the same run.
+    async fn run_tests(
+        &self,
+        task: &Task,
+        workspace: &wavecrew_role_kit::Workspace,
+    ) -> (Option<Value>, Option<String>) {
+        match self.ctx.task_suite(task, workspace).await {
+            Ok(None) => (None, None),
+            Ok(Some((framework, run, _))) => {
                 let failed = run.report.failures().count();
-                let record = json!({"framework": run.framework.name(), "passed": run.report.counts.passed,
-                                    "failed": failed, "command": run.command});
+                let record = json!({"framework": framework.name(), "passed": run.report.counts.passed,
+                                    "failed": failed, "command": run.command,
+                                    "duration_ms": run.duration_ms});
                 if failed == 0 {
                     return (Some(record), None);
                 }
@@ -493,7 +489,7 @@ impl PlanexRole {
                     Some(format!("{failed} test(s) failed:\n{}", first.join("\n"))),
                 )
             }
-            Err(e) => (Some(json!({"error": e.to_string()})), None),
+            Err(e) => (Some(json!({"error": e})), None),
         }
     }
 }
@@ -542,7 +538,7 @@ impl Finish for PlanexRole {
             // The work cannot land: its tests and review would say nothing.
             return Ok(Checked::passed(evidence));
         }
-        let (tests, failure) = self.run_tests(dir).await;
+        let (tests, failure) = self.run_tests(task, &work.workspace).await;
         if let Some(tests) = tests {
             evidence.insert("tests".into(), tests);
         }

@@ -11,7 +11,7 @@ mod libtest;
 
 use std::path::PathBuf;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 pub use console::parse_console_summary;
 pub use gotest::parse_go_test_json;
@@ -20,7 +20,7 @@ pub use junit::{parse_junit, parse_junit_file};
 pub use libtest::parse_libtest_output;
 
 /// What became of one test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     /// It passed.
@@ -34,7 +34,7 @@ pub enum Outcome {
 }
 
 /// One test case from a report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestCase {
     /// A stable id that a rerun can select the test by (framework-specific:
     /// a pytest node id, `file::full name` for jest, the libtest path).
@@ -55,7 +55,7 @@ pub struct TestCase {
 }
 
 /// Where the numbers came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// A machine-readable report file or stream.
@@ -65,7 +65,7 @@ pub enum Source {
 }
 
 /// Test counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Counts {
     /// Tests that passed.
     pub passed: u64,
@@ -113,7 +113,7 @@ impl Counts {
 }
 
 /// The results of one test run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestReport {
     /// The counts. From the cases when the report lists them, otherwise
     /// from its summary.
