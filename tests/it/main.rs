@@ -5,6 +5,7 @@
 /// (worktrees and the merge queue) has its own tests (`isolation`, …).
 pub(crate) const IN_PLACE: &str = "\n[isolation]\nmode = \"in-place\"\n";
 
+mod after_agent;
 mod backend;
 mod check;
 mod cockpit;

@@ -483,6 +483,15 @@ pub struct IsolationConfig {
     /// sets and [`IsolationConfig::allow_hosts`]), `none` (nothing out) or
     /// `open` (the machine's network, as before).
     pub network: NetworkMode,
+    /// The network of the checks that run an agent's work (its acceptance
+    /// commands, the project's tests, syntax checks, `[isolation] setup`
+    /// after it, `[integration] verify`), which run its code (a
+    /// `conftest.py`, a build script): `allowlist` (default: a network of
+    /// their own whose only way out is the egress proxy, which lets through
+    /// the package registries the project's manifests and lockfiles name
+    /// and [`IsolationConfig::allow_hosts`]), `none`, or `open` (the
+    /// machine's network, as before). Only with `sandbox` on.
+    pub check_network: NetworkMode,
     /// More hosts every confined agent may reach through the proxy:
     /// `registry.npmjs.org`, `*.crates.io`, `127.0.0.1:8080` (an IP
     /// literal only when listed; no port: any port). A task adds its own
@@ -610,6 +619,7 @@ impl Default for IsolationConfig {
             deny_read: Vec::new(),
             pass_env: Vec::new(),
             network: NetworkMode::default(),
+            check_network: NetworkMode::default(),
             allow_hosts: Vec::new(),
             undeclared: UndeclaredMode::default(),
             setup_again: SetupAgain::default(),

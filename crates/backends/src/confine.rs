@@ -20,10 +20,11 @@
 
 use std::path::{Path, PathBuf};
 
+use wavecrew_sys::allow_hosts::AllowList;
 use wavecrew_sys::git::WorkTreeGit;
-use wavecrew_sys::sandbox::CommandBox;
+use wavecrew_sys::sandbox::{CommandBox, Network};
 
-use crate::config::{Config, SandboxMode};
+use crate::config::{Config, NetworkMode, SandboxMode};
 
 /// Cargo's lock and cache-tracking files: made (empty) before an agent
 /// runs when they are missing, since a rule names only what exists and
@@ -63,15 +64,37 @@ pub fn writable(
     Some(paths)
 }
 
-/// The box of the commands wavecrew runs on an agent's work (its syntax
-/// checks, acceptance commands and tests, a worktree's setup,
-/// `[integration] verify`): they may write what the agent may of the
-/// caches, or anywhere (`None`) when agents are not confined.
-pub fn command_box(config: &Config) -> Option<CommandBox> {
-    (config.isolation.sandbox != SandboxMode::Off).then(|| CommandBox {
+/// The box of the commands wavecrew runs on an agent's work in the
+/// project at `project` (its syntax checks, acceptance commands and tests,
+/// a worktree's setup, `[integration] verify`), which run the agent's code:
+/// the agent's rules. They may write what the agent may of the caches, may
+/// not read the credential files, do not get the credential variables
+/// (but `[isolation] pass_env`), and have a network of their own
+/// (`[isolation] check_network`: by default out only to the package
+/// registries `project`'s manifests and lockfiles name, read from the
+/// user's checkout, never the agent's worktree, and `allow_hosts`). `None`
+/// when agents are not confined (`sandbox = "off"`): anywhere, as the user.
+pub fn command_box(config: &Config, project: &Path) -> Option<CommandBox> {
+    if config.isolation.sandbox == SandboxMode::Off {
+        return None;
+    }
+    let network = match config.isolation.check_network {
+        NetworkMode::Open => Network::Open,
+        NetworkMode::None => Network::None,
+        NetworkMode::Allowlist => {
+            let mut hosts = crate::registries::registry_hosts(project);
+            hosts.extend(config.isolation.allow_hosts.iter().cloned());
+            // The entries were checked when the configuration was read; the
+            // registries' are well-formed names.
+            Network::Allowlist(AllowList::parse(&hosts).unwrap_or_default())
+        }
+    };
+    Some(CommandBox {
         writable: caches(config),
         hidden: hidden(&config.isolation.deny_read, home_dir(None).as_deref(), &[]),
         required: config.isolation.sandbox == SandboxMode::Required,
+        withheld_env: withheld_env(&config.isolation.pass_env, &[], &|_| false),
+        network,
     })
 }
 

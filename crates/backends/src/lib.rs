@@ -46,6 +46,7 @@ mod placeholders;
 pub mod private_config;
 pub mod prompts;
 pub mod redact;
+pub mod registries;
 pub mod routing;
 pub mod runner;
 pub mod scripted;

@@ -79,18 +79,9 @@ pub struct Spawn {
     pub network: AgentNetwork,
 }
 
-/// The network a confined agent gets (`[isolation] network`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum AgentNetwork {
-    /// The machine's own.
-    #[default]
-    Open,
-    /// A namespace of its own with nothing out.
-    None,
-    /// A namespace of its own whose only way out is an egress proxy that
-    /// lets these hosts through ([`crate::egress`]).
-    Allowlist(crate::egress::AllowList),
-}
+/// The network a confined agent gets (`[isolation] network`): the same
+/// as the checks of its work get ([`wavecrew_sys::sandbox::Network`]).
+pub type AgentNetwork = wavecrew_sys::sandbox::Network;
 
 impl Spawn {
     /// `program args…` in `cwd`, stdin `/dev/null`, environment inherited.

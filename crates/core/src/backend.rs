@@ -197,19 +197,7 @@ pub struct AttemptOutcome {
     pub network: Option<NetworkLog>,
 }
 
-/// What a confined agent's network did: the hosts (`host:port`) its egress
-/// proxy let it reach and those it refused, with why. Part of the
-/// attempt's evidence.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NetworkLog {
-    /// `allowlist` or `none`.
-    pub mode: String,
-    /// Hosts reached.
-    pub reached: std::collections::BTreeSet<String>,
-    /// Hosts refused, each followed by why (`not allowed`, `bad request`,
-    /// `unreachable`).
-    pub refused: std::collections::BTreeSet<String>,
-}
+pub use wavecrew_sys::egress::NetworkLog;
 
 /// A way to run an attempt: an agent CLI, a command, the scripted agent.
 #[async_trait::async_trait]

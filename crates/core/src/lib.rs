@@ -16,7 +16,7 @@
 //! assert!(TaskId::new("../etc").is_err());
 //! ```
 
-pub mod allow_hosts;
+pub use wavecrew_sys::allow_hosts;
 pub mod analysis;
 pub mod backend;
 pub mod bus;

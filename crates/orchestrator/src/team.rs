@@ -529,7 +529,11 @@ impl<B: MessageBus + 'static> Team<B> {
             remote: self.options.remote.clone(),
             evidence: self.evidence(),
             trust_task_files: self.options.config.isolation.trust_task_files,
-            verify: wavecrew_role_kit::workspace::verify_of(&self.options.config),
+            verify: wavecrew_role_kit::workspace::verify_of(
+                &self.options.config,
+                &wavecrew_core::source::project_root(&self.valid.dir)
+                    .unwrap_or_else(|| self.valid.dir.clone()),
+            ),
         });
         loop {
             let dag = Dag::build(self.nodes(&tasks, &measured), &BuildOptions::default()).map_err(

@@ -16,7 +16,9 @@
 //!   (Landlock);
 //! * [`netns`] and [`agent_box`]: an agent's network of its own, and the
 //!   `wavecrew-box` process that sets it and the write rules up before it
-//!   becomes the agent.
+//!   becomes the agent (or a check of its work);
+//! * [`egress`] and [`allow_hosts`]: the proxy that is such a network's
+//!   only way out, and the hosts it lets through.
 //!
 //! Nothing here knows about tasks, sessions or agents.
 //!
@@ -28,6 +30,8 @@
 //! ```
 
 pub mod agent_box;
+pub mod allow_hosts;
+pub mod egress;
 pub mod git;
 pub mod io;
 pub mod lock;

@@ -151,14 +151,20 @@ pub fn run_to_log(
         .append(true)
         .open(log)?;
     let err = out.try_clone()?;
-    let mut cmd = std::process::Command::new(program);
-    cmd.args(args)
-        .current_dir(cwd)
+    let boxed = confined.map(|b| b.around(cwd, &[])).transpose()?;
+    let mut cmd = match &boxed {
+        Some(boxed) => boxed.command_std(program, args),
+        None => {
+            let mut cmd = std::process::Command::new(program);
+            cmd.args(args);
+            cmd
+        }
+    };
+    cmd.current_dir(cwd)
         .stdin(std::process::Stdio::null())
         .stdout(out)
         .stderr(err);
     new_group_std(&mut cmd);
-    let boxed = confined.map(|b| b.around(cwd, &[])).transpose()?;
     let mut child = match &boxed {
         Some(boxed) => boxed.spawn_std(&mut cmd)?,
         None => cmd.spawn()?,
@@ -170,6 +176,19 @@ pub fn run_to_log(
             // Whatever it left running in its group goes with it.
             if let Some(g) = pgid {
                 g.signal(Signal::SIGKILL);
+            }
+            // What its network did, after its output.
+            if let Some(boxed) = boxed.as_ref().filter(|b| b.through_box()) {
+                use std::io::Write;
+                let net = boxed.network_log();
+                let mut log = std::fs::OpenOptions::new().append(true).open(log)?;
+                writeln!(
+                    log,
+                    "[wavecrew] network ({}): reached [{}], refused [{}]",
+                    net.mode,
+                    net.reached.iter().cloned().collect::<Vec<_>>().join(", "),
+                    net.refused.iter().cloned().collect::<Vec<_>>().join(", ")
+                )?;
             }
             return Ok(LoggedEnd::Exited(status.code()));
         }

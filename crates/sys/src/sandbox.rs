@@ -16,6 +16,7 @@
 //! so beforehand (and whether the scopes are on), so a caller can tell its
 //! user once.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
 use landlock::{
@@ -280,13 +281,30 @@ fn restrict(created: RulesetCreated) -> Result<(), SandboxError> {
     Ok(())
 }
 
+/// The network of a confined tree: the agent's, or a check's of its work.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Network {
+    /// The machine's own.
+    #[default]
+    Open,
+    /// A namespace of its own with nothing out.
+    None,
+    /// A namespace of its own whose only way out is an egress proxy that
+    /// lets these hosts through ([`crate::egress`]).
+    Allowlist(crate::allow_hosts::AllowList),
+}
+
 /// The box a command wavecrew runs on an agent's work goes in (the
 /// project's build and tests, acceptance commands, syntax checks, a
 /// worktree's setup, `[integration] verify`): those run code the agent
-/// wrote or changed (a test, a build script, a `.cargo/config.toml` in
-/// its worktree), so they may write no more than the agent: their working
-/// folder, a temporary folder of their own, `/dev` and these places (the
-/// data caches of `[isolation] sandbox_writable`).
+/// wrote or changed (a test, a `conftest.py`, a build script, a
+/// `.cargo/config.toml` in its worktree), so they get no more than the
+/// agent: they may write only their working folder, a temporary folder of
+/// their own, `/dev` and these places (the data caches of `[isolation]
+/// sandbox_writable`); they may not read the credential files; they do
+/// not get the credential variables of wavecrew's environment; and they
+/// have a network of their own, whose only way out is an egress proxy
+/// (through `wavecrew-box`, as the agent).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommandBox {
     /// Places the command may write besides its working folder and its
@@ -296,21 +314,34 @@ pub struct CommandBox {
     pub hidden: Vec<PathBuf>,
     /// Refuse to run it unconfined where the kernel cannot confine.
     pub required: bool,
+    /// Variables of wavecrew's environment it does not get (credentials).
+    pub withheld_env: Vec<String>,
+    /// Its network.
+    pub network: Network,
 }
 
-/// A [`CommandBox`] made for one command: its rules and its temporary
-/// folder (`TMPDIR`), removed when this is dropped (after the command).
+/// A [`CommandBox`] made for one command: its rules, its temporary
+/// folder (`TMPDIR`) and its egress proxy, removed when this is dropped
+/// (after the command).
 #[derive(Debug)]
 pub struct Boxed {
     writable: Vec<PathBuf>,
     hidden: Vec<PathBuf>,
     required: bool,
+    withheld_env: Vec<String>,
     tmp: tempfile::TempDir,
+    /// Started through `wavecrew-box` (a network of its own): the box and
+    /// the proxy its listener goes to (none: nothing out).
+    via_box: Option<(PathBuf, Option<crate::egress::EgressProxy>)>,
+    /// The network it was meant to have, where it could not get one of
+    /// its own (no box here): why.
+    network_note: Option<String>,
 }
 
 impl CommandBox {
     /// The box of a command working in `cwd` that also writes `more` (a
-    /// report folder): makes its temporary folder.
+    /// report folder): makes its temporary folder and, for a network of
+    /// its own, starts its egress proxy.
     pub fn around(&self, cwd: &Path, more: &[PathBuf]) -> std::io::Result<Boxed> {
         let tmp = tempfile::Builder::new()
             .prefix("wavecrew-check-")
@@ -318,11 +349,43 @@ impl CommandBox {
         let mut writable = vec![cwd.to_owned(), tmp.path().to_owned(), PathBuf::from("/dev")];
         writable.extend(more.iter().cloned());
         writable.extend(self.writable.iter().cloned());
+        let (mut via_box, mut network_note) = (None, None);
+        if self.network != Network::Open {
+            match (
+                crate::agent_box::network_support(),
+                crate::agent_box::box_program(),
+            ) {
+                (Ok(()), Some(program)) => {
+                    let proxy = match &self.network {
+                        Network::Allowlist(allow) => {
+                            Some(crate::egress::EgressProxy::start_detached(allow.clone())?)
+                        }
+                        _ => None,
+                    };
+                    via_box = Some((program.to_owned(), proxy));
+                }
+                (Err(why), _) if self.required => {
+                    return Err(std::io::Error::other(format!(
+                        "[isolation] sandbox = \"required\" and the command cannot get a \
+                         network of its own: {why}"
+                    )));
+                }
+                (why, _) => {
+                    network_note = Some(match why {
+                        Err(why) => why,
+                        Ok(()) => "no `wavecrew-box` here".to_owned(),
+                    });
+                }
+            }
+        }
         Ok(Boxed {
             writable,
             hidden: self.hidden.clone(),
             required: self.required,
+            withheld_env: self.withheld_env.clone(),
             tmp,
+            via_box,
+            network_note,
         })
     }
 }
@@ -333,15 +396,110 @@ impl Boxed {
         self.tmp.path()
     }
 
-    /// Start `cmd` (a tokio command) in the box, with `TMPDIR` set to its
-    /// temporary folder; on a kernel without Landlock, unconfined (the run
-    /// said so once at its start).
+    /// Whether its command starts through `wavecrew-box` (a network of
+    /// its own): a box that cannot start the program exits
+    /// [`crate::agent_box::BOX_FAILED`], saying why on stderr.
+    pub fn through_box(&self) -> bool {
+        self.via_box.is_some()
+    }
+
+    /// What its network did: the hosts its proxy let through and refused
+    /// (`mode` `allowlist`), `mode` `none` for a network with nothing out,
+    /// `open` for the machine's (with why, where it was meant to have one
+    /// of its own). Read after the command ended.
+    pub fn network_log(&self) -> crate::egress::NetworkLog {
+        match &self.via_box {
+            Some((_, Some(proxy))) => proxy.log(),
+            Some((_, None)) => crate::egress::NetworkLog {
+                mode: "none".to_owned(),
+                ..Default::default()
+            },
+            None => crate::egress::NetworkLog {
+                mode: match &self.network_note {
+                    Some(why) => format!("open ({why})"),
+                    None => "open".to_owned(),
+                },
+                ..Default::default()
+            },
+        }
+    }
+
+    /// The program and arguments that start `program args` in this box:
+    /// through `wavecrew-box` when it has a network of its own (the box
+    /// sets the network and the write rules up, then becomes the program),
+    /// else as they are (confined from a thread by [`Boxed::spawn`]).
+    fn argv(&self, program: &OsStr, args: &[OsString]) -> (OsString, Vec<OsString>) {
+        let Some((boxer, proxy)) = &self.via_box else {
+            return (program.to_owned(), args.to_vec());
+        };
+        let spec = crate::agent_box::BoxSpec {
+            writable: self.writable.clone(),
+            hidden: self.hidden.clone(),
+            required: self.required,
+            network: match proxy {
+                Some(p) => crate::agent_box::BoxNetwork::Proxy(p.socket()),
+                None => crate::agent_box::BoxNetwork::None,
+            },
+        };
+        let mut argv = spec.argv(Path::new(program), &[]);
+        argv.extend(args.iter().cloned());
+        (boxer.clone().into_os_string(), argv)
+    }
+
+    /// A command that runs `program args` in this box: through the box
+    /// when it has a network of its own, without the withheld variables,
+    /// with `TMPDIR` its temporary folder. Start it with [`Boxed::spawn`].
+    pub fn command(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> tokio::process::Command {
+        let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let (program, args) = self.argv(program.as_ref(), &args);
+        let mut cmd = tokio::process::Command::new(program);
+        cmd.args(args);
+        for k in &self.withheld_env {
+            cmd.env_remove(k);
+        }
+        for k in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(k, self.tmp.path());
+        }
+        cmd
+    }
+
+    /// [`Boxed::command`] for a `std` command.
+    pub fn command_std(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> std::process::Command {
+        let args: Vec<OsString> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+        let (program, args) = self.argv(program.as_ref(), &args);
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(args);
+        for k in &self.withheld_env {
+            cmd.env_remove(k);
+        }
+        for k in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(k, self.tmp.path());
+        }
+        cmd
+    }
+
+    /// Start `cmd` (made by [`Boxed::command`]) in the box: through the box
+    /// program, whose pid its proxy then expects; else from a confined
+    /// thread; on a kernel without Landlock, unconfined (the run said so
+    /// once at its start).
     pub fn spawn(
         &self,
         cmd: &mut tokio::process::Command,
     ) -> std::io::Result<tokio::process::Child> {
-        for k in ["TMPDIR", "TMP", "TEMP"] {
-            cmd.env(k, self.tmp.path());
+        if let Some((_, proxy)) = &self.via_box {
+            let child = cmd.spawn()?;
+            if let (Some(proxy), Some(pid)) = (proxy, child.id()) {
+                proxy.expect_box(pid);
+            }
+            return Ok(child);
         }
         let handle = tokio::runtime::Handle::current();
         let confined = {
@@ -360,13 +518,17 @@ impl Boxed {
         }
     }
 
-    /// The same for a `std` command.
+    /// The same for a `std` command (made by [`Boxed::command_std`]).
     pub fn spawn_std(
         &self,
         cmd: &mut std::process::Command,
     ) -> std::io::Result<std::process::Child> {
-        for k in ["TMPDIR", "TMP", "TEMP"] {
-            cmd.env(k, self.tmp.path());
+        if let Some((_, proxy)) = &self.via_box {
+            let child = cmd.spawn()?;
+            if let Some(proxy) = proxy {
+                proxy.expect_box(child.id());
+            }
+            return Ok(child);
         }
         let confined = {
             let cmd = &mut *cmd;
@@ -443,14 +605,14 @@ mod tests {
                       echo c > ../cache/c; echo d > ../home/.bashrc; echo e > /tmp/wavecrew-boxed-$$";
         let boxed = CommandBox {
             writable: vec![cache.clone()],
-            hidden: Vec::new(),
             required: true,
+            ..CommandBox::default()
         }
         .around(&work, &[])
         .unwrap();
         let made = boxed.tmp().to_owned();
-        let mut cmd = tokio::process::Command::new("sh");
-        cmd.args(["-c", script]).current_dir(&work);
+        let mut cmd = boxed.command("sh", ["-c", script]);
+        cmd.current_dir(&work);
         boxed.spawn(&mut cmd).unwrap().wait().await.unwrap();
         assert_eq!(std::fs::read_to_string(work.join("built")).unwrap(), "a\n");
         assert_eq!(

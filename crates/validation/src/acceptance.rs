@@ -135,6 +135,10 @@ pub struct CriterionResult {
     /// How long the command ran.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// What the command's network did (the hosts its proxy let through and
+    /// refused), when it ran in a box.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<wavecrew_sys::egress::NetworkLog>,
 }
 
 /// All criteria of a task.
@@ -195,6 +199,7 @@ fn base(text: &str, verify: Option<&str>) -> CriterionResult {
         output: String::new(),
         matched: Vec::new(),
         duration_ms: None,
+        network: None,
     }
 }
 
@@ -247,6 +252,7 @@ async fn run_verify(
     r.output = out.combined();
     r.duration_ms = Some(out.duration_ms);
     r.exit_code = out.code();
+    r.network.clone_from(&out.network);
     r.status = match &out.ended {
         Ended::Exited { code: Some(0), .. } => CheckStatus::Pass,
         Ended::Exited { code, .. } => {

@@ -139,6 +139,8 @@ pub struct Output {
     pub truncated: bool,
     /// How long it ran, in milliseconds.
     pub duration_ms: u64,
+    /// What its network did, when it ran in a box.
+    pub network: Option<wavecrew_sys::egress::NetworkLog>,
 }
 
 impl Output {
@@ -184,12 +186,38 @@ async fn drain<R: AsyncRead + Unpin>(reader: Option<R>) -> Tail {
 /// cannot be started is reported in [`Output::ended`].
 pub async fn run(cmd: &Cmd) -> Output {
     let started = Instant::now();
-    let mut command = Command::new(&cmd.program);
+    let boxed = match cmd
+        .confined
+        .as_ref()
+        .map(|b| b.around(&cmd.cwd, &cmd.also_writes))
+    {
+        Some(Err(e)) => {
+            return Output {
+                ended: Ended::SpawnFailed {
+                    message: format!("cannot set the box of a confined command up: {e}"),
+                },
+                stdout: String::new(),
+                stderr: String::new(),
+                truncated: false,
+                duration_ms: 0,
+                network: None,
+            };
+        }
+        Some(Ok(boxed)) => Some(boxed),
+        None => None,
+    };
+    let mut command = match &boxed {
+        Some(boxed) => boxed.command(&cmd.program, &cmd.args),
+        None => {
+            let mut command = Command::new(&cmd.program);
+            command.args(&cmd.args);
+            command
+        }
+    };
     // Plain output: tools force colours under `CI`, and escape codes would
     // hide the console summary from the fallback parser. `cmd.env` may
     // override this.
     command
-        .args(&cmd.args)
         .current_dir(&cmd.cwd)
         .env("NO_COLOR", "1")
         .env_remove("FORCE_COLOR")
@@ -199,25 +227,6 @@ pub async fn run(cmd: &Cmd) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     new_group(&mut command);
-    let boxed = match cmd
-        .confined
-        .as_ref()
-        .map(|b| b.around(&cmd.cwd, &cmd.also_writes))
-    {
-        Some(Err(e)) => {
-            return Output {
-                ended: Ended::SpawnFailed {
-                    message: format!("cannot make the temporary folder of a confined command: {e}"),
-                },
-                stdout: String::new(),
-                stderr: String::new(),
-                truncated: false,
-                duration_ms: 0,
-            };
-        }
-        Some(Ok(boxed)) => Some(boxed),
-        None => None,
-    };
     let spawned = match &boxed {
         Some(boxed) => boxed.spawn(&mut command),
         None => command.spawn(),
@@ -238,6 +247,7 @@ pub async fn run(cmd: &Cmd) -> Output {
                 stderr: String::new(),
                 truncated: false,
                 duration_ms: 0,
+                network: None,
             };
         }
     };
@@ -279,12 +289,40 @@ pub async fn run(cmd: &Cmd) -> Output {
         ended = ?ended,
         "check ended"
     );
+    let stderr = err.text();
+    // A box that could not start the program says why on stderr.
+    let ended = match (&ended, &boxed) {
+        (
+            Ended::Exited {
+                code: Some(code), ..
+            },
+            Some(b),
+        ) if *code == wavecrew_sys::agent_box::BOX_FAILED && b.through_box() => {
+            match stderr
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix(wavecrew_sys::agent_box::BOX_ERROR_PREFIX))
+            {
+                Some(why) if why.starts_with("cannot start") && why.contains("No such file") => {
+                    Ended::NotFound
+                }
+                Some(why) => Ended::SpawnFailed {
+                    message: why.to_owned(),
+                },
+                None => ended,
+            }
+        }
+        _ => ended,
+    };
     Output {
         ended,
         stdout: out.text(),
-        stderr: err.text(),
+        stderr,
         truncated: out.was_cut() || err.was_cut(),
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        network: boxed
+            .as_ref()
+            .map(wavecrew_sys::sandbox::Boxed::network_log),
     }
 }
 

@@ -76,6 +76,10 @@ pub struct TestRun {
     /// The end of what it printed.
     #[serde(skip)]
     pub output_tail: String,
+    /// What its network did (the hosts its proxy let through and
+    /// refused), when it ran in a box.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<wavecrew_sys::egress::NetworkLog>,
     /// Keeps a temp evidence folder alive while the result is used.
     #[serde(skip)]
     _scratch: Option<Arc<tempfile::TempDir>>,
@@ -282,6 +286,7 @@ impl TestRunner {
             exit_code: output.code(),
             duration_ms: output.duration_ms,
             output_tail: console[tail_start..].to_owned(),
+            network: output.network.clone(),
             _scratch: self.scratch.clone(),
         })
     }

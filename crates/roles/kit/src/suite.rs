@@ -48,6 +48,9 @@ pub struct SuiteRun {
     /// The end of what it printed.
     #[serde(default)]
     pub output_tail: String,
+    /// What its network did, when it ran in a box.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<wavecrew_sys::egress::NetworkLog>,
 }
 
 /// A run of the suite a task's checks used, for its evidence.
@@ -68,6 +71,9 @@ pub struct SuiteNote {
     pub tests: usize,
     /// How long it ran (when kept, how long it ran then).
     pub duration_ms: u64,
+    /// What its network did, when it ran in a box.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<wavecrew_sys::egress::NetworkLog>,
 }
 
 impl SuiteNote {
@@ -80,6 +86,7 @@ impl SuiteNote {
             exit_code: run.exit_code,
             tests: run.report.cases.len(),
             duration_ms: run.duration_ms,
+            network: run.network.clone(),
         }
     }
 }
@@ -144,6 +151,7 @@ impl RoleContext {
             duration_ms: run.duration_ms,
             report: run.report,
             output_tail: run.output_tail,
+            network: run.network,
         });
         self.task_runs
             .lock()
@@ -274,6 +282,7 @@ impl RoleContext {
             duration_ms: run.duration_ms,
             report: run.report,
             output_tail: run.output_tail,
+            network: run.network,
         };
         // Kept only when it says something (a run that listed no test may
         // be the environment's fault: the next task tries again).

@@ -96,16 +96,17 @@ impl From<Landing> for Landed {
     }
 }
 
-/// `[integration] verify` of `config`, ready to run on merge candidates,
-/// when it names a command.
-pub fn verify_of(config: &wavecrew_backends::config::Config) -> Option<Verify> {
+/// `[integration] verify` of `config` for the project at `project`, ready
+/// to run on merge candidates (in the checks' box), when it names a
+/// command.
+pub fn verify_of(config: &wavecrew_backends::config::Config, project: &Path) -> Option<Verify> {
     let integration = &config.integration;
     let argv = integration.verify.as_ref()?.argv().ok()?;
     Some(Verify {
         argv,
         timeout: std::time::Duration::from_secs(integration.verify_timeout_secs),
         copy: config.isolation.copy.clone(),
-        confined: wavecrew_backends::confine::command_box(config),
+        confined: wavecrew_backends::confine::command_box(config, project),
     })
 }
 
@@ -773,7 +774,7 @@ impl RoleContext {
     /// ([`wavecrew_backends::confine::command_box`]); `None` when agents are
     /// not confined.
     pub fn command_box(&self) -> Option<wavecrew_sys::sandbox::CommandBox> {
-        wavecrew_backends::confine::command_box(&self.config)
+        wavecrew_backends::confine::command_box(&self.config, &self.project_root)
     }
 
     /// `[limits] syntax_check_secs`.
@@ -783,7 +784,7 @@ impl RoleContext {
 
     /// `[integration] verify` of the session's configuration, when set.
     pub fn verify(&self) -> Option<Verify> {
-        verify_of(&self.config)
+        verify_of(&self.config, &self.project_root)
     }
 }
 
