@@ -4,6 +4,7 @@
 //! once for a task and once per base; a session made anew under a used id
 //! never takes up the old session's task branches.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use wavecrew_core::{TaskId, TaskStore};
@@ -245,10 +246,11 @@ pathlib.Path('test_t%d.py' % n).write_text(\
 'from calc import add\\n\\n\\ndef test_add_%d():\\n    assert add(%d, 1) == %d\\n' % (n, n, n + 1))\n";
     let mut tasks = format!("goal = \"Tests first\"\nsession = \"{session}\"\n");
     for n in 1..=4 {
-        tasks.push_str(&format!(
+        let _ = write!(
+            tasks,
             "\n[[tasks]]\nid = \"IMPL-00{n}\"\ntitle = \"Test {n}\"\nfiles = [\"test_t{n}.py\"]\n\
              acceptance = [{{ criterion = \"the tests pass\", verify = [\"pytest\"] }}]\n"
-        ));
+        );
     }
     commit_project(
         root,

@@ -185,8 +185,18 @@ fn bench(c: &mut Criterion) {
     });
     let checks = wavecrew_sys::sandbox::CommandBox {
         writable: vec![home.path().to_owned()],
-        hidden: Vec::new(),
-        required: false,
+        ..wavecrew_sys::sandbox::CommandBox::default()
+    };
+    // The default box of the checks: the agent's environment rule and a
+    // network of its own through `wavecrew-box` and an egress proxy (the
+    // box is found beside the bench's binary, or by `WAVECREW_BOX`).
+    let networked = wavecrew_sys::sandbox::CommandBox {
+        writable: vec![home.path().to_owned()],
+        withheld_env: vec!["DEPLOY_TOKEN".to_owned()],
+        network: wavecrew_sys::sandbox::Network::Allowlist(
+            wavecrew_sys::allow_hosts::AllowList::parse(&["registry.npmjs.org"]).unwrap(),
+        ),
+        ..wavecrew_sys::sandbox::CommandBox::default()
     };
     g.bench_function("check_plain", |b| {
         b.iter(|| {
@@ -202,6 +212,16 @@ fn bench(c: &mut Criterion) {
             rt.block_on(async {
                 let boxed = checks.around(plain.path(), &[]).unwrap();
                 let mut cmd = tokio::process::Command::new("true");
+                cmd.current_dir(plain.path());
+                boxed.spawn(&mut cmd).unwrap().wait().await.unwrap()
+            })
+        });
+    });
+    g.bench_function("check_boxed_network", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let boxed = networked.around(plain.path(), &[]).unwrap();
+                let mut cmd = boxed.command("true", [] as [&str; 0]);
                 cmd.current_dir(plain.path());
                 boxed.spawn(&mut cmd).unwrap().wait().await.unwrap()
             })

@@ -152,13 +152,12 @@ pub fn run_to_log(
         .open(log)?;
     let err = out.try_clone()?;
     let boxed = confined.map(|b| b.around(cwd, &[])).transpose()?;
-    let mut cmd = match &boxed {
-        Some(boxed) => boxed.command_std(program, args),
-        None => {
-            let mut cmd = std::process::Command::new(program);
-            cmd.args(args);
-            cmd
-        }
+    let mut cmd = if let Some(boxed) = &boxed {
+        boxed.command_std(program, args)
+    } else {
+        let mut cmd = std::process::Command::new(program);
+        cmd.args(args);
+        cmd
     };
     cmd.current_dir(cwd)
         .stdin(std::process::Stdio::null())

@@ -441,9 +441,9 @@ impl Boxed {
                 None => crate::agent_box::BoxNetwork::None,
             },
         };
-        let mut argv = spec.argv(Path::new(program), &[]);
-        argv.extend(args.iter().cloned());
-        (boxer.clone().into_os_string(), argv)
+        let mut boxed_argv = spec.argv(Path::new(program), &[]);
+        boxed_argv.extend(args.iter().cloned());
+        (boxer.clone().into_os_string(), boxed_argv)
     }
 
     /// A command that runs `program args` in this box: through the box

@@ -206,13 +206,12 @@ pub async fn run(cmd: &Cmd) -> Output {
         Some(Ok(boxed)) => Some(boxed),
         None => None,
     };
-    let mut command = match &boxed {
-        Some(boxed) => boxed.command(&cmd.program, &cmd.args),
-        None => {
-            let mut command = Command::new(&cmd.program);
-            command.args(&cmd.args);
-            command
-        }
+    let mut command = if let Some(boxed) = &boxed {
+        boxed.command(&cmd.program, &cmd.args)
+    } else {
+        let mut command = Command::new(&cmd.program);
+        command.args(&cmd.args);
+        command
     };
     // Plain output: tools force colours under `CI`, and escape codes would
     // hide the console summary from the fallback parser. `cmd.env` may

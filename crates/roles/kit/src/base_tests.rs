@@ -67,9 +67,11 @@ impl RoleContext {
             // Tests that cannot run say nothing of the change: reported as
             // an environment problem, not the agent's failure.
             Err(e) => {
-                let framework =
-                    wavecrew_validation::detect_framework(workspace.dir(), &Default::default())
-                        .await;
+                let framework = wavecrew_validation::detect_framework(
+                    workspace.dir(),
+                    &std::collections::BTreeMap::default(),
+                )
+                .await;
                 return Ok(Some(BaseComparison {
                     framework: framework.map(|f| f.name().to_owned()).unwrap_or_default(),
                     base_tests: 0,

@@ -183,8 +183,11 @@ impl RoleContext {
         if commands.is_empty() {
             return options;
         }
-        let Some(framework) =
-            wavecrew_validation::detect_framework(workspace.dir(), &Default::default()).await
+        let Some(framework) = wavecrew_validation::detect_framework(
+            workspace.dir(),
+            &std::collections::BTreeMap::default(),
+        )
+        .await
         else {
             return options;
         };
