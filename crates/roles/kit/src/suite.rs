@@ -6,7 +6,7 @@
 //!   every check of that version of the work: an acceptance command that
 //!   runs the same suite ([`wavecrew_validation::Framework::runs_suite`])
 //!   and the comparison with the base.
-//! - **The base's run** ([`RoleContext::base_suite`]): the suite in a
+//! - **The base's run** (`RoleContext::base_suite`): the suite in a
 //!   detached worktree of the commit the task's work started from, kept in
 //!   the session's `cache/test-runs/<framework>-<tree>.json` by the base's
 //!   tree id: a commit never changes, so every task with the same base
