@@ -571,7 +571,13 @@ impl Finish for Executor {
         let criteria = task.acceptance_criteria();
         let options = self
             .ctx
-            .acceptance_options(task, &work.workspace, &criteria, final_text.clone())
+            .acceptance_options(
+                task,
+                &work.workspace,
+                &work.cwd,
+                &criteria,
+                final_text.clone(),
+            )
             .await;
         let acceptance = check_acceptance(&criteria, &work.cwd, &options).await;
         let tests = affected_tests(&work.cwd, files);

@@ -160,13 +160,16 @@ impl RoleContext {
         Ok(Some((framework, run, true)))
     }
 
-    /// The acceptance options of `task`'s checks in `workspace`: in the
-    /// checks' box, and, when one of `criteria` runs the project's suite,
-    /// judged by the task's one run of it (made here when none was).
+    /// The acceptance options of `task`'s checks, run in `cwd` of
+    /// `workspace`: in the checks' box, and, when one of `criteria` runs
+    /// the project's suite where the task's run is made (the workspace's
+    /// root, not a `working_dir` below it), judged by the task's one run of
+    /// it (made here when none was).
     pub async fn acceptance_options(
         &self,
         task: &Task,
         workspace: &Workspace,
+        cwd: &Path,
         criteria: &[wavecrew_core::Criterion],
         implementation_text: String,
     ) -> AcceptanceOptions {
@@ -175,6 +178,9 @@ impl RoleContext {
             confined: self.command_box(),
             ..AcceptanceOptions::default()
         };
+        if cwd != workspace.dir() {
+            return options;
+        }
         let commands: Vec<Vec<String>> = criteria
             .iter()
             .filter_map(|c| c.verify.as_deref())
