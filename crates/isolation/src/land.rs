@@ -200,6 +200,17 @@ impl Integration {
         self.repo.tree_of(commit)
     }
 
+    /// The files that differ between the commits `from` and `to`
+    /// (project-relative, renames as a removal and an addition).
+    pub fn changed_between(&self, from: &str, to: &str) -> Result<Vec<String>> {
+        let out = self
+            .repo
+            .git()
+            .args(["diff", "--name-only", "--no-renames", "-z", from, to, "--"])
+            .run()?;
+        Ok(git::split_nul(&out))
+    }
+
     /// The commit, and the branch's commit before it.
     fn commit_on_branch(
         &self,

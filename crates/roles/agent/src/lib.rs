@@ -113,7 +113,7 @@ impl AgentRole {
         if self.read_only {
             self.ctx.read_only_workspace(task)
         } else {
-            self.ctx.workspace(task, claim)
+            self.ctx.workspace_by_graph(task, claim)
         }
     }
 }

@@ -316,7 +316,7 @@ impl Role for Executor {
             Some(_) => wavecrew_role_kit::Workspace::InPlace {
                 dir: self.ctx.project_root.clone(),
             },
-            None => self.ctx.workspace(task, task.attempts)?,
+            None => self.ctx.workspace_by_graph(task, task.attempts)?,
         };
         Ok(ExecWork {
             cwd: Self::work_dir(task, workspace.dir())?,

@@ -325,19 +325,47 @@ impl RoleContext {
     }
 
     /// The workspace of `task`'s claim number `claim`: its own worktree
-    /// (see the module's notes), or the project folder.
+    /// (see the module's notes) from the integration tip, or the project
+    /// folder.
     pub fn workspace(&self, task: &Task, claim: u32) -> Result<Workspace, PhaseError> {
+        self.workspace_from(task, claim, false)
+    }
+
+    /// [`RoleContext::workspace`] for a role whose tasks wait only for the
+    /// tasks their `blockedBy` names (the executor, a role known by its
+    /// `.md`: the dispatcher's graph is the whole order): the first attempt
+    /// of a task that depends on none starts from the session's base
+    /// unless landed work touched its declared files (see `first_start`).
+    /// Roles with an order of their own (roadmap phases and waves, planex's
+    /// queue) use [`RoleContext::workspace`].
+    pub fn workspace_by_graph(&self, task: &Task, claim: u32) -> Result<Workspace, PhaseError> {
+        self.workspace_from(task, claim, true)
+    }
+
+    fn workspace_from(
+        &self,
+        task: &Task,
+        claim: u32,
+        by_graph: bool,
+    ) -> Result<Workspace, PhaseError> {
         let Some((integration, tip)) = self.integration_at_tip()? else {
             return Ok(Workspace::InPlace {
                 dir: self.project_root.clone(),
             });
+        };
+        // A first attempt may start from the session's base; a retry or a
+        // revision starts from the tip (it must meet what landed).
+        let start = if by_graph && claim.max(1) == 1 {
+            self.first_start(&integration, task, tip)?
+        } else {
+            tip
         };
         let mut worktree = integration
             .open_worktree_at(
                 task.id.as_str(),
                 claim.max(1),
                 &self.config.isolation.copy,
-                tip,
+                start,
             )
             .map_err(|e| phase("the task's worktree", e))?;
         let seeded = integration
@@ -353,6 +381,53 @@ impl RoleContext {
             integration: Box::new(integration),
             worktree,
         })
+    }
+
+    /// Where the first attempt of `task` starts (`tip`: the integration
+    /// tip read just now, when it was): the session's base for a task that
+    /// depends on no other and declares files nothing that landed since
+    /// touched, else the tip. Such tasks then share one base, whatever
+    /// order they run in and however many slots there are: their tests are
+    /// compared with one run of the base's suite ([`crate::suite`]), and
+    /// each one's work does not depend on when unrelated work landed (as
+    /// when they run at once); the merge queue puts them together. A task
+    /// that depends on another, declares no files, or declares a file
+    /// that landed work changed starts from the tip.
+    fn first_start(
+        &self,
+        integration: &Integration,
+        task: &Task,
+        tip: Option<String>,
+    ) -> Result<Option<String>, PhaseError> {
+        let declared = task.files();
+        if !task.blocked_by.is_empty() || declared.is_empty() {
+            return Ok(tip);
+        }
+        let now = match tip {
+            Some(tip) => tip,
+            None => integration
+                .tip()
+                .map_err(|e| phase("the integration branch", e))?,
+        };
+        let base = integration.base().to_owned();
+        if now == base {
+            return Ok(Some(now));
+        }
+        let landed = integration
+            .changed_between(&base, &now)
+            .map_err(|e| phase("the integration branch", e))?;
+        let touched = landed.iter().any(|file| {
+            declared.iter().any(|d| {
+                let d = d.trim_start_matches("./").trim_end_matches('/');
+                file == d
+                    || file
+                        .strip_prefix(d)
+                        .is_some_and(|rest| rest.starts_with('/'))
+                    || d.strip_prefix(file.as_str())
+                        .is_some_and(|rest| rest.starts_with('/'))
+            })
+        });
+        Ok(Some(if touched { now } else { base }))
     }
 
     /// `[isolation] setup`: each command once in a new worktree, before its
