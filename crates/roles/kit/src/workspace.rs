@@ -356,7 +356,7 @@ impl RoleContext {
         // A first attempt may start from the session's base; a retry or a
         // revision starts from the tip (it must meet what landed).
         let start = if by_graph && claim.max(1) == 1 {
-            self.first_start(&integration, task, tip)?
+            Self::first_start(&integration, task, tip)?
         } else {
             tip
         };
@@ -394,7 +394,6 @@ impl RoleContext {
     /// that depends on another, declares no files, or declares a file
     /// that landed work changed starts from the tip.
     fn first_start(
-        &self,
         integration: &Integration,
         task: &Task,
         tip: Option<String>,
