@@ -382,3 +382,122 @@ fn a_session_made_anew_under_a_used_id_refuses_the_old_task_branches() {
         "moved on"
     );
 }
+
+/// A check may still fetch the project's own dependencies: `cargo build`
+/// of a crate that depends on `itoa` and `npm ci` of a package with a
+/// dependency, each with empty caches of their own, run as acceptance
+/// commands through the checks' proxy, which lets the registries the
+/// project's manifests name through (and says so in the evidence).
+#[test]
+fn a_check_installs_the_projects_registry_dependencies_through_its_proxy() {
+    let tmp = TempProject::new();
+    let top = tmp.path().canonicalize().unwrap();
+    let root = top.join("app");
+    let (cargo_home, npm_cache) = (top.join("cargo-home"), top.join("npm-cache"));
+    for d in [&root, &cargo_home, &npm_cache] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::write(
+        root.join("package.json"),
+        "{\"name\": \"app\", \"version\": \"1.0.0\", \"dependencies\": {\"is-number\": \"7.0.0\"}}\n",
+    )
+    .unwrap();
+    // The lockfile, as the user made it (this test's process has the
+    // machine's network).
+    let locked = std::process::Command::new("npm")
+        .args(["install", "--package-lock-only", "--no-audit", "--no-fund"])
+        .current_dir(&root)
+        .env("npm_config_cache", &npm_cache)
+        .output()
+        .unwrap();
+    assert!(locked.status.success(), "{locked:?}");
+    std::fs::remove_dir_all(&npm_cache).unwrap();
+    std::fs::create_dir_all(&npm_cache).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    commit_project(
+        &root,
+        &[
+            (
+                ".gitignore",
+                ".workflow/\nagent.py\nwavecrew.toml\nwavecrew.tasks.toml\ntarget/\nnode_modules/\n",
+            ),
+            (
+                "Cargo.toml",
+                "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n\
+                 [dependencies]\nitoa = \"1\"\n",
+            ),
+            (
+                "src/lib.rs",
+                "pub fn show(n: u64) -> String {\n    itoa::Buffer::new().format(n).to_owned()\n}\n",
+            ),
+            (
+                "agent.py",
+                "import pathlib\npathlib.Path('NOTES.md').write_text('built\\n')\n",
+            ),
+            (
+                "wavecrew.tasks.toml",
+                "goal = \"Deps\"\nsession = \"TC-deps\"\n\n\
+                 [[tasks]]\nid = \"IMPL-001\"\ntitle = \"Notes\"\n\
+                 acceptance = [\
+                 { criterion = \"it builds\", verify = [\"cargo\", \"build\", \"--quiet\"] }, \
+                 { criterion = \"its packages install\", verify = [\"npm\", \"ci\", \"--no-audit\", \"--no-fund\"] }]\n",
+            ),
+        ],
+        &format!(
+            "\n[isolation]\nseed = []\nsandbox_writable = [{:?}, {:?}]\n",
+            cargo_home.display().to_string(),
+            npm_cache.display().to_string()
+        ),
+    );
+    let (code, all) = run(
+        &root,
+        &["run", "wavecrew.tasks.toml"],
+        &[
+            ("CARGO_HOME", cargo_home.to_str().unwrap()),
+            ("npm_config_cache", npm_cache.to_str().unwrap()),
+        ],
+    );
+    let (status, result) = result_of(&root.join(".workflow/.team/TC-deps"), "IMPL-001");
+    assert_eq!(
+        (code, status.as_str()),
+        (0, "completed"),
+        "{all}\n{result:#}"
+    );
+    // The first check to build the crate (the syntax check, `cargo
+    // check`) fetched `itoa` into the empty cache through its proxy.
+    let syntax = &result["evidence"]["syntax"]["checks"];
+    let rust = syntax
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| {
+            c["command"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("cargo")
+        })
+        .unwrap_or_else(|| panic!("no cargo check: {result:#}"));
+    assert_eq!(rust["network"]["mode"], "allowlist", "{rust:#}");
+    assert!(
+        rust["network"]["reached"]
+            .to_string()
+            .contains("crates.io:443"),
+        "{rust:#}"
+    );
+    let fetched = std::fs::read_dir(cargo_home.join("registry/cache"))
+        .unwrap()
+        .flatten()
+        .flat_map(|d| std::fs::read_dir(d.path()).unwrap().flatten())
+        .any(|f| f.file_name().to_string_lossy().starts_with("itoa-"));
+    assert!(fetched, "itoa is not in the check's cache");
+    let criteria = &result["evidence"]["acceptance"]["criteria"];
+    assert_eq!(criteria[0]["status"], "pass", "{:#}", criteria[0]);
+    assert_eq!(criteria[1]["network"]["mode"], "allowlist", "{result:#}");
+    assert!(
+        criteria[1]["network"]["reached"]
+            .to_string()
+            .contains("registry.npmjs.org:443"),
+        "{:#}",
+        criteria[1]
+    );
+}

@@ -57,6 +57,10 @@ pub struct SyntaxCheck {
     pub output: String,
     /// How long it ran.
     pub duration_ms: u64,
+    /// What its network did (the hosts its proxy let through and
+    /// refused), when it ran in a box.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<wavecrew_sys::egress::NetworkLog>,
 }
 
 /// Every syntax check of a project.
@@ -253,6 +257,7 @@ fn skipped(kind: ProjectKind, command: String, reason: String) -> SyntaxCheck {
         reason: Some(reason),
         output: String::new(),
         duration_ms: 0,
+        network: None,
     }
 }
 
@@ -288,5 +293,6 @@ async fn finish(kind: ProjectKind, command: String, cmd: &Cmd) -> SyntaxCheck {
         reason,
         output: out.combined(),
         duration_ms: out.duration_ms,
+        network: out.network,
     }
 }
