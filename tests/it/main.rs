@@ -30,6 +30,7 @@ mod real_agents;
 mod real_workspaces;
 mod report;
 mod roadmap;
+mod runs_later;
 mod scale_out;
 mod scale_out_cockpit;
 mod scripted;

@@ -418,6 +418,38 @@ pub const DATA_CACHES: [&str; 12] = [
     "~/.yarn/berry/cache",
 ];
 
+/// The default `[isolation] runs_later`: files the user's own tools run by
+/// themselves, later, outside any session (CI, direnv, the editors' tasks
+/// and dev containers, git hooks and submodules, the agents' instruction
+/// files), at any depth. A folder's entry (`**/.vscode/**`) covers
+/// everything below it.
+pub const RUNS_LATER: [&str; 20] = [
+    // CI configuration.
+    "**/.github/**",
+    "**/.gitlab-ci.yml",
+    "**/.circleci/**",
+    "**/.buildkite/**",
+    "**/Jenkinsfile",
+    "**/azure-pipelines.yml",
+    // What a shell, an editor or a container runs on its own.
+    "**/.envrc",
+    "**/.vscode/**",
+    "**/.idea/**",
+    "**/.devcontainer/**",
+    "**/.devcontainer.json",
+    // git's hooks and submodules.
+    "**/.husky/**",
+    "**/.githooks/**",
+    "**/.pre-commit-config.yaml",
+    "**/.gitmodules",
+    // The agents' instruction files.
+    "**/AGENTS.md",
+    "**/CLAUDE.md",
+    "**/GEMINI.md",
+    "**/.cursor/**",
+    "**/.cursorrules",
+];
+
 /// `[isolation]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -510,6 +542,18 @@ pub struct IsolationConfig {
     /// and MCP servers your next session runs); add CI configuration,
     /// `AGENTS.md`, verifier configs.
     pub protected: Vec<String>,
+    /// Files the user's own tools run by themselves later (globs as in
+    /// [`IsolationConfig::protected`], matched ignoring case): a task that
+    /// changes one without declaring it in its `files` is held for a
+    /// person's review (as with `review = "human"`), the files named; in
+    /// place, where there is no branch to hold, it fails. Default:
+    /// [`RUNS_LATER`] (CI configuration, `.envrc`, `.vscode/`, `.idea/`,
+    /// `.devcontainer/`, git hooks, `.gitmodules`, the agents' instruction
+    /// files, at any depth); `[]` turns it off.
+    pub runs_later: Vec<String>,
+    /// The largest file a task's work may hold, in MiB: a changed file
+    /// over it fails the task, naming it and its size. 0: no cap.
+    pub max_file_mb: u64,
     /// Believe a task file that says `completed` without an attempt of the
     /// task (the seed's behaviour: a hand-edited status skips the task).
     /// Default false: such a file is reported as tampered and the task
@@ -639,6 +683,8 @@ impl Default for IsolationConfig {
             ]
             .map(str::to_owned)
             .to_vec(),
+            runs_later: RUNS_LATER.map(str::to_owned).to_vec(),
+            max_file_mb: 50,
         }
     }
 }
@@ -957,6 +1003,14 @@ impl Config {
                 return Err(invalid(
                     format!("isolation.protected[{i}]"),
                     format!("a glob such as `.github/**`; {e}"),
+                ));
+            }
+        }
+        for (i, glob) in self.isolation.runs_later.iter().enumerate() {
+            if let Err(e) = globset::Glob::new(glob) {
+                return Err(invalid(
+                    format!("isolation.runs_later[{i}]"),
+                    format!("a glob such as `**/.vscode/**`; {e}"),
                 ));
             }
         }
@@ -1358,5 +1412,23 @@ mod tests {
             let e = parse(text).unwrap_err().to_string();
             assert!(e.contains(key), "{text}: {e}");
         }
+    }
+
+    #[test]
+    fn runs_later_and_max_file_mb_are_read_and_checked() {
+        let c = parse("").unwrap();
+        assert!(c.isolation.runs_later.iter().any(|g| g == "**/.envrc"));
+        assert_eq!(c.isolation.max_file_mb, 50);
+        let c = parse("[isolation]\nruns_later = []\nmax_file_mb = 0\n").unwrap();
+        assert!(c.isolation.runs_later.is_empty());
+        assert_eq!(c.isolation.max_file_mb, 0);
+        let e = parse("[isolation]\nruns_later = [\"**/.envrc\", \"a/[b\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("isolation.runs_later[1]"), "{e}");
+        let e = parse("[isolation]\nmax_file_mb = -1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("max_file_mb"), "{e}");
     }
 }

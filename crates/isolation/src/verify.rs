@@ -99,9 +99,10 @@ impl Verify {
 
 impl Integration {
     /// A detached worktree at `commit` (a merge candidate), reused from one
-    /// candidate to the next: checked out again with untracked files
-    /// removed and ignored ones (build output such as `target/`) kept, so a
-    /// build in it is incremental. `copy` as in
+    /// candidate to the next: checked out again, its tracked files reset
+    /// and every other file removed, ignored ones (build output such as
+    /// `target/`) included, so nothing an earlier candidate's check left
+    /// there (a cache, a generated file) can sway this one's. `copy` as in
     /// [`Integration::open_worktree`].
     pub fn candidate_worktree(&self, commit: &str, copy: &[String]) -> Result<Worktree> {
         let copy = copy
@@ -126,7 +127,12 @@ impl Integration {
                     .args(["checkout", "--quiet", "--detach", "--force", commit])
                     .run()?;
                 wavecrew_sys::git::git_pinned(&pinned)
-                    .args(["clean", "--quiet", "-d", "--force"])
+                    .args(["reset", "--quiet", "--hard"])
+                    .run()?;
+                // `-x`: what git ignores goes too; the second `--force`:
+                // so do nested repositories a check made.
+                wavecrew_sys::git::git_pinned(&pinned)
+                    .args(["clean", "--quiet", "-d", "-x", "--force", "--force"])
                     .run()?;
             }
             (None, Some(_)) => {

@@ -453,3 +453,43 @@ fn land_work_checks_each_candidate_with_verify() {
     assert_eq!(s.tip().unwrap(), commit);
     p.assert_sound();
 }
+
+/// The merge candidate's worktree, reused from one landing to the next,
+/// holds nothing an earlier candidate's `[integration] verify` left there:
+/// no ignored file (`build/leftover`, `build/` being ignored), no untracked
+/// one, no edit to a tracked one. The check below fails when it finds any,
+/// then leaves all three: the second candidate must pass it all the same.
+#[test]
+fn each_candidate_starts_clean_of_what_an_earlier_verify_left() {
+    use wavecrew_isolation::{Verify, Work};
+    let p = Project::new();
+    p.write(".gitignore", ".env\n.workflow/\nbuild/\n");
+    p.git(&["commit", "-qam", "ignore build/"]);
+    let s = p.start("S-clean-candidate");
+    let verify = Verify {
+        argv: [
+            "sh",
+            "-c",
+            "if [ -e build/leftover ] || [ -e stray.txt ] || grep -q dirty README; then \
+             echo 'an earlier check left files behind' >&2; exit 4; fi; \
+             mkdir -p build && echo x > build/leftover && echo x > stray.txt && \
+             echo dirty >> README",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+        timeout: std::time::Duration::from_secs(30),
+        copy: Vec::new(),
+        confined: None,
+    };
+    for (n, task) in ["IMPL-001", "IMPL-002"].into_iter().enumerate() {
+        let wt = s.open_worktree(task, 1, &[]).unwrap();
+        write(&wt.path, &format!("out-{n}.txt"), "work\n");
+        let work = Work::Worktree {
+            worktree: &wt,
+            message: task,
+        };
+        let landing = s.land_work(work, task, Some(&verify)).unwrap();
+        assert!(landing.commit().is_some(), "{task}: {landing:?}");
+    }
+    p.assert_sound();
+}

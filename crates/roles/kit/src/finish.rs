@@ -3,17 +3,19 @@
 //!
 //! In order, for each version of the work (the first, and one revision):
 //!
-//! 1. **the lane** ([`Lane`]): links out of the repository, protected paths
-//!    (`[isolation] protected`), declared files left untouched, files
-//!    outside the declared ones (`[isolation] undeclared`);
+//! 1. **the lane** ([`Lane`]): links out of the repository, files over
+//!    `[isolation] max_file_mb`, protected paths (`[isolation] protected`),
+//!    declared files left untouched, files outside the declared ones
+//!    (`[isolation] undeclared`), undeclared files the user's tools run by
+//!    themselves (`[isolation] runs_later`);
 //! 2. **the role's own checks** ([`Finish::check`]): syntax, acceptance,
 //!    affected tests, code review, a test run: what the role supplies;
 //! 3. **tests compared with the task's base** when the change touches tests
 //!    or a runner's configuration (gone or newly skipped tests fail it
 //!    unless the task says `may_remove_tests = true`);
 //! 4. **the review gate**: a task that asks for a person's review
-//!    (`review = "human"`) is committed on its branch and waits
-//!    ([`review_gate`]);
+//!    (`review = "human"`), or whose work changes files that run later, is
+//!    committed on its branch and waits ([`review_gate`]);
 //! 5. **the landing** through the merge queue with `[integration] verify`
 //!    on the merge candidate;
 //! 6. **one revision** on a miss (a conflict, a failed verify), in a
@@ -25,7 +27,7 @@
 //! a check added here applies to every role without touching them. Work
 //! done in place (`[isolation] mode = "in-place"`) goes through the same
 //! steps: its lane is checked, and there is no branch to compare, hold or
-//! land.
+//! land (so a change to a file that runs later fails it).
 
 use serde_json::Value;
 use wavecrew_core::Task;
@@ -33,7 +35,7 @@ use wavecrew_core::role::{PhaseError, Report};
 
 use crate::base_tests::BaseComparison;
 use crate::context::RoleContext;
-use crate::lane::{Lane, protected_paths};
+use crate::lane::{Held, Lane, LaneRules};
 use crate::report::ReportBuilder;
 use crate::review_gate;
 use crate::workspace::{Landed, Workspace};
@@ -244,14 +246,19 @@ async fn check_and_land<R: Finish + ?Sized>(
         task,
         workspace.dir(),
         &files,
-        &protected_paths(&isolation.protected),
+        &LaneRules::from_config(isolation),
     );
-    // A task held for a person's review waits for it with its changes to
-    // protected paths named, instead of failing.
-    let reviewed = review_gate::wants_human_review(task) && workspace.branch().is_some();
+    // Where there is a branch to hold, a task held for a person's review
+    // waits for it with its changes to protected paths named, instead of
+    // failing; so does any task that changed files that run later.
+    let can_hold = workspace.branch().is_some();
+    let held = Held {
+        protected: can_hold && review_gate::wants_human_review(task),
+        runs_later: can_hold,
+    };
     let lane_failure = lane.failure_with(
         isolation.undeclared == wavecrew_backends::config::UndeclaredMode::Fail,
-        !reviewed,
+        held,
     );
     let checked = match role.check(task, work, &files, lane_failure.is_some()).await {
         Ok(checked) => checked,
@@ -308,20 +315,9 @@ async fn check_and_land<R: Finish + ?Sized>(
         return Ok(common(role.failed(task, work, &gate), None).build());
     }
     let message = role.commit_message(task, work);
-    match review_gate::hold(task, workspace, &message).await {
+    match review_gate::hold(task, workspace, &message, !lane.runs_later.is_empty()).await {
         Ok(Some(held)) => {
-            let held = if lane.protected.is_empty() {
-                held
-            } else {
-                held.field("protected_paths", &lane.protected).field(
-                    "error",
-                    format!(
-                        "awaiting a person's review of changes to protected paths ({}): \
-                         `wavecrew approve` lands them, `wavecrew reject --note` revises them",
-                        lane.protected.join(", ")
-                    ),
-                )
-            };
+            let held = name_held_files(held, &lane);
             let held = role
                 .awaiting(task, work, &gate, held)
                 .field("files_modified", &files);
@@ -344,6 +340,39 @@ async fn check_and_land<R: Finish + ?Sized>(
     gate.landed = Some(&landed);
     let report = role.completed(task, work, &gate).await;
     Ok(common(report, Some(&landed)).build())
+}
+
+/// A held task's report with the files a person must look at named: the
+/// protected paths (`protected_paths`) and the files that run later
+/// (`runs_later`), and its `error` saying so.
+fn name_held_files(held: ReportBuilder, lane: &Lane) -> ReportBuilder {
+    let mut what = Vec::new();
+    let mut held = held;
+    if !lane.protected.is_empty() {
+        what.push(format!(
+            "changes to protected paths ({})",
+            lane.protected.join(", ")
+        ));
+        held = held.field("protected_paths", &lane.protected);
+    }
+    if !lane.runs_later.is_empty() {
+        what.push(format!(
+            "files your tools run by themselves ({})",
+            lane.runs_later.join(", ")
+        ));
+        held = held.field("runs_later", &lane.runs_later);
+    }
+    if what.is_empty() {
+        return held;
+    }
+    held.field(
+        "error",
+        format!(
+            "awaiting a person's review of {}: `wavecrew approve` lands them, \
+             `wavecrew reject --note` revises them",
+            what.join(" and of ")
+        ),
+    )
 }
 
 /// Why gone or newly skipped tests fail the task, unless it says

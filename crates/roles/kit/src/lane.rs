@@ -3,12 +3,19 @@
 //! fails a task that declares files and changes none of them (unless it
 //! says it may change nothing), lists the files it changed outside its
 //! declared ones (`[isolation] undeclared = "warn" | "fail"`), fails one
-//! that changes a protected path (`[isolation] protected`), and never
-//! lands a symbolic link to an absolute path or out of the repository.
+//! that changes a protected path (`[isolation] protected`), holds for a
+//! person's review one that changes, undeclared, a file the user's tools
+//! run by themselves later (`[isolation] runs_later`), fails one whose
+//! work holds a file over `[isolation] max_file_mb`, and never lands a
+//! symbolic link to an absolute path or out of the repository.
 
 use std::path::{Component, Path};
 
+use wavecrew_backends::config::IsolationConfig;
 use wavecrew_core::Task;
+
+/// One MiB, the unit of `[isolation] max_file_mb`.
+const MIB: u64 = 1024 * 1024;
 
 /// What a task's changed files say.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -24,15 +31,83 @@ pub struct Lane {
     pub links_out: Vec<(String, String)>,
     /// Changed files under `[isolation] protected`.
     pub protected: Vec<String>,
+    /// Changed files under `[isolation] runs_later` that the task does not
+    /// declare (and that are not protected: those are in
+    /// [`Lane::protected`]): they wait for a person's review.
+    pub runs_later: Vec<String>,
+    /// Changed files larger than [`Lane::max_file_mb`], with their size in
+    /// bytes.
+    pub too_large: Vec<(String, u64)>,
+    /// The cap the files were checked against (`[isolation] max_file_mb`;
+    /// 0: none).
+    pub max_file_mb: u64,
+}
+
+/// What a lane is checked against: `[isolation] protected`, `runs_later`
+/// and `max_file_mb`.
+#[derive(Debug, Clone)]
+pub struct LaneRules {
+    /// `[isolation] protected`, compiled ([`protected_paths`]).
+    pub protected: globset::GlobSet,
+    /// `[isolation] runs_later`, compiled ([`runs_later_paths`]).
+    pub runs_later: globset::GlobSet,
+    /// `[isolation] max_file_mb` (0: no cap).
+    pub max_file_mb: u64,
+}
+
+impl Default for LaneRules {
+    /// No protected path, no file that runs later, no cap.
+    fn default() -> Self {
+        LaneRules {
+            protected: globset::GlobSet::empty(),
+            runs_later: globset::GlobSet::empty(),
+            max_file_mb: 0,
+        }
+    }
+}
+
+impl LaneRules {
+    /// The rules `[isolation]` sets.
+    pub fn from_config(isolation: &IsolationConfig) -> Self {
+        LaneRules {
+            protected: protected_paths(&isolation.protected),
+            runs_later: runs_later_paths(&isolation.runs_later),
+            max_file_mb: isolation.max_file_mb,
+        }
+    }
+}
+
+/// What a person's review takes instead of a failure: where the task has a
+/// branch to hold, the changes a review can decide on wait for it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Changes to protected paths (a task that asks for a person's review).
+    pub protected: bool,
+    /// Undeclared changes to files that run later (any task in a worktree).
+    pub runs_later: bool,
 }
 
 /// `[isolation] protected` compiled; globs that do not compile were
 /// refused when the configuration was read.
 pub fn protected_paths(globs: &[String]) -> globset::GlobSet {
+    compile(globs, false)
+}
+
+/// `[isolation] runs_later` compiled, matching whatever the case (a
+/// `.VSCode/tasks.json` is the same folder on a case-insensitive file
+/// system); globs that do not compile were refused when the
+/// configuration was read.
+pub fn runs_later_paths(globs: &[String]) -> globset::GlobSet {
+    compile(globs, true)
+}
+
+/// `globs` as one set, `*` within a folder and `**` across folders.
+fn compile(globs: &[String], ignore_case: bool) -> globset::GlobSet {
     let mut set = globset::GlobSetBuilder::new();
     for glob in globs {
         if let Ok(g) = globset::GlobBuilder::new(glob)
             .literal_separator(true)
+            .case_insensitive(ignore_case)
             .build()
         {
             set.add(g);
@@ -42,13 +117,9 @@ pub fn protected_paths(globs: &[String]) -> globset::GlobSet {
 }
 
 impl Lane {
-    /// Check the files `changed` (project-relative, in `dir`) by `task`.
-    pub fn check(
-        task: &Task,
-        dir: &Path,
-        changed: &[String],
-        protected: &globset::GlobSet,
-    ) -> Lane {
+    /// Check the files `changed` (project-relative, in `dir`) by `task`
+    /// against `rules`.
+    pub fn check(task: &Task, dir: &Path, changed: &[String], rules: &LaneRules) -> Lane {
         let declared = task.files();
         let may_change_nothing = task
             .metadata
@@ -65,10 +136,29 @@ impl Lane {
         }
         lane.protected = changed
             .iter()
-            .filter(|f| protected.is_match(f.as_str()))
+            .filter(|f| rules.protected.is_match(f.as_str()))
             .cloned()
             .collect();
+        lane.runs_later = changed
+            .iter()
+            .filter(|f| {
+                rules.runs_later.is_match(f.as_str())
+                    && !covered(f)
+                    && !rules.protected.is_match(f.as_str())
+            })
+            .cloned()
+            .collect();
+        lane.max_file_mb = rules.max_file_mb;
+        let cap = (rules.max_file_mb > 0).then(|| rules.max_file_mb.saturating_mul(MIB));
         for file in changed {
+            // Never through a link: its own size, not its target's.
+            if let Some(cap) = cap
+                && let Ok(m) = std::fs::symlink_metadata(dir.join(file))
+                && m.is_file()
+                && m.len() > cap
+            {
+                lane.too_large.push((file.clone(), m.len()));
+            }
             if let Ok(target) = std::fs::read_link(dir.join(file))
                 && leaves(Path::new(file), &target)
             {
@@ -81,13 +171,12 @@ impl Lane {
 
     /// Why the task fails, when its lane says it must.
     pub fn failure(&self, undeclared_fails: bool) -> Option<String> {
-        self.failure_with(undeclared_fails, true)
+        self.failure_with(undeclared_fails, Held::default())
     }
 
-    /// [`Lane::failure`], with changes to protected paths failing the task
-    /// only when `protected_fails` (a task held for a person's review
-    /// waits for it instead, the paths named).
-    pub fn failure_with(&self, undeclared_fails: bool, protected_fails: bool) -> Option<String> {
+    /// [`Lane::failure`], with the changes `held` names waiting for a
+    /// person's review instead of failing the task (the paths named then).
+    pub fn failure_with(&self, undeclared_fails: bool, held: Held) -> Option<String> {
         if !self.links_out.is_empty() {
             let links: Vec<String> = self
                 .links_out
@@ -99,10 +188,30 @@ impl Lane {
                 links.join(", ")
             ));
         }
-        if protected_fails && !self.protected.is_empty() {
+        if !self.too_large.is_empty() {
+            let files: Vec<String> = self
+                .too_large
+                .iter()
+                .map(|(f, bytes)| format!("{f} is {}", mib(*bytes)))
+                .collect();
+            return Some(format!(
+                "{}, over `[isolation] max_file_mb` ({})",
+                files.join(", "),
+                self.max_file_mb
+            ));
+        }
+        if !held.protected && !self.protected.is_empty() {
             return Some(format!(
                 "changes to protected paths ([isolation] protected): {}",
                 self.protected.join(", ")
+            ));
+        }
+        if !held.runs_later && !self.runs_later.is_empty() {
+            return Some(format!(
+                "changes to files your tools run by themselves ([isolation] runs_later) need a \
+                 person's review, and work done in place cannot wait for one: {}; a task that \
+                 may change them declares them in its `files`",
+                self.runs_later.join(", ")
             ));
         }
         if !self.declared_untouched.is_empty() {
@@ -119,6 +228,18 @@ impl Lane {
             ));
         }
         None
+    }
+}
+
+/// `bytes` in MiB, for a person: whole when it is, else to a tenth.
+fn mib(bytes: u64) -> String {
+    if bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        // A file's size as a float: exact far beyond any file's.
+        #[allow(clippy::cast_precision_loss)]
+        let size = bytes as f64 / MIB as f64;
+        format!("{size:.1} MiB")
     }
 }
 
@@ -159,18 +280,21 @@ mod tests {
     use super::*;
     use wavecrew_core::TaskId;
 
-    fn none() -> globset::GlobSet {
-        protected_paths(&[])
+    fn none() -> LaneRules {
+        LaneRules::default()
     }
 
     #[test]
     fn protected_paths_fail_the_task() {
         let dir = tempfile::tempdir().unwrap();
-        let protected = protected_paths(&[
-            "wavecrew.toml".to_owned(),
-            "*.tasks.toml".to_owned(),
-            ".github/**".to_owned(),
-        ]);
+        let protected = LaneRules {
+            protected: protected_paths(&[
+                "wavecrew.toml".to_owned(),
+                "*.tasks.toml".to_owned(),
+                ".github/**".to_owned(),
+            ]),
+            ..LaneRules::default()
+        };
         let changed: Vec<String> = [
             "wavecrew.toml",
             "plan.tasks.toml",
@@ -274,5 +398,123 @@ mod tests {
             ]
         );
         assert!(lane.failure(false).unwrap().contains("abs -> /etc/passwd"));
+    }
+
+    fn runs_later() -> LaneRules {
+        LaneRules::from_config(&IsolationConfig::default())
+    }
+
+    #[test]
+    fn files_that_run_later_are_found_at_any_depth_whatever_their_case() {
+        let dir = tempfile::tempdir().unwrap();
+        let changed: Vec<String> = [
+            ".github/workflows/ci.yml",
+            ".envrc",
+            "sub/.envrc",
+            ".VSCode/tasks.json",
+            "sub/.vscode/tasks.json",
+            ".husky/pre-commit",
+            ".devcontainer/devcontainer.json",
+            "a/b/.gitlab-ci.yml",
+            "Jenkinsfile",
+            "docs/claude.md",
+            ".cursor/rules/x.mdc",
+            ".gitmodules",
+            // Not theirs: a name that only looks alike, a folder's name
+            // as a file's, ordinary work.
+            "src/envrc",
+            "src/.github",
+            "src/lib.rs",
+            "my.envrc",
+        ]
+        .map(String::from)
+        .to_vec();
+        let lane = Lane::check(&task(&[], false), dir.path(), &changed, &runs_later());
+        assert_eq!(lane.runs_later, changed[..12]);
+        assert_eq!(
+            lane.failure(false).unwrap(),
+            format!(
+                "changes to files your tools run by themselves ([isolation] runs_later) need a \
+                 person's review, and work done in place cannot wait for one: {}; a task that \
+                 may change them declares them in its `files`",
+                changed[..12].join(", ")
+            )
+        );
+        // Where a branch can wait for a person, they do not fail the task.
+        let held = Held {
+            protected: false,
+            runs_later: true,
+        };
+        assert_eq!(lane.failure_with(false, held), None);
+    }
+
+    #[test]
+    fn declared_files_that_run_later_are_the_tasks_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let changed: Vec<String> = [".envrc", ".github/workflows/ci.yml", ".vscode/tasks.json"]
+            .map(String::from)
+            .to_vec();
+        // A file, and a folder that covers what is below it.
+        let t = task(&[".envrc", ".github/"], false);
+        let lane = Lane::check(&t, dir.path(), &changed, &runs_later());
+        assert_eq!(lane.runs_later, [".vscode/tasks.json"]);
+        // `runs_later = []` turns the check off.
+        let off = LaneRules {
+            runs_later: runs_later_paths(&[]),
+            ..runs_later()
+        };
+        let lane = Lane::check(&task(&[], false), dir.path(), &changed, &off);
+        assert!(lane.runs_later.is_empty());
+        // A protected path is named as protected only.
+        let protected = LaneRules {
+            protected: protected_paths(&[".envrc".to_owned()]),
+            ..runs_later()
+        };
+        let lane = Lane::check(&task(&[], false), dir.path(), &changed, &protected);
+        assert_eq!(lane.protected, [".envrc"]);
+        assert_eq!(
+            lane.runs_later,
+            [".github/workflows/ci.yml", ".vscode/tasks.json"]
+        );
+    }
+
+    #[test]
+    fn files_over_the_cap_fail_the_task_naming_their_size() {
+        let dir = tempfile::tempdir().unwrap();
+        // Sparse: their size costs no disk.
+        for (name, size) in [("big.bin", 60 * MIB), ("odd.bin", 50 * MIB + MIB / 2)] {
+            std::fs::File::create(dir.path().join(name))
+                .unwrap()
+                .set_len(size)
+                .unwrap();
+        }
+        std::fs::File::create(dir.path().join("fine.bin"))
+            .unwrap()
+            .set_len(MIB)
+            .unwrap();
+        // A link is its own size, never its target's.
+        std::os::unix::fs::symlink("big.bin", dir.path().join("link")).unwrap();
+        let changed: Vec<String> = ["big.bin", "odd.bin", "fine.bin", "link", "deleted.bin"]
+            .map(String::from)
+            .to_vec();
+        let rules = LaneRules {
+            max_file_mb: 50,
+            ..LaneRules::default()
+        };
+        let lane = Lane::check(&task(&[], false), dir.path(), &changed, &rules);
+        assert_eq!(
+            lane.too_large,
+            [
+                ("big.bin".to_owned(), 60 * MIB),
+                ("odd.bin".to_owned(), 50 * MIB + MIB / 2)
+            ]
+        );
+        assert_eq!(
+            lane.failure(false).unwrap(),
+            "big.bin is 60 MiB, odd.bin is 50.5 MiB, over `[isolation] max_file_mb` (50)"
+        );
+        // 0: no cap.
+        let lane = Lane::check(&task(&[], false), dir.path(), &changed, &none());
+        assert!(lane.too_large.is_empty());
     }
 }

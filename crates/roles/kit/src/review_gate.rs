@@ -4,8 +4,10 @@
 //! the worker ends with the task blocked and `awaiting_review` in its
 //! result; the run parks it without a slot, and a person's `wavecrew
 //! approve` lands the branch through the merge queue (`wavecrew reject`
-//! starts one revision with the person's note). Work done in place has no
-//! branch to hold: it is not gated.
+//! starts one revision with the person's note). Work that changes files the
+//! user's tools run by themselves (`[isolation] runs_later`) is held the
+//! same way whatever the task says. Work done in place has no branch to
+//! hold: it is not gated.
 
 use wavecrew_core::role::PhaseError;
 use wavecrew_core::{Task, TaskStatus};
@@ -25,16 +27,19 @@ pub fn wants_human_review(task: &Task) -> bool {
         .is_some_and(|r| r.eq_ignore_ascii_case("human"))
 }
 
-/// Hold validated work for a person's review: for a task that asks for it
-/// and worked in a worktree of its own, commit the work (`message`) on
-/// its branch and return the report that ends the worker with the task
-/// blocked, awaiting review; `None` when the work goes on to land.
+/// Hold validated work for a person's review: for a task that asks for it,
+/// or whose work `needs_review` whatever it asks (it changed files that
+/// run later), and that worked in a worktree of its own, commit the work
+/// (`message`) on its branch and return the report that ends the worker
+/// with the task blocked, awaiting review; `None` when the work goes on to
+/// land.
 pub async fn hold(
     task: &Task,
     workspace: &Workspace,
     message: &str,
+    needs_review: bool,
 ) -> Result<Option<ReportBuilder>, PhaseError> {
-    if !wants_human_review(task) {
+    if !needs_review && !wants_human_review(task) {
         return Ok(None);
     }
     let Workspace::Isolated {
