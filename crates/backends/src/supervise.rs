@@ -282,24 +282,38 @@ pub async fn supervise_until(
         leak: None,
         network: None,
     };
-    // A network of its own comes from the box, which also confines the
-    // agent: wavecrew starts the box, the box becomes the agent.
-    let boxed = match boxed_start(spawn) {
-        Ok(boxed) => boxed,
-        Err(why) => {
-            result.ended = Ended::SpawnFailed(why);
-            return result;
+    // The agent's confinement, made by the one spawner of everything that
+    // runs an agent's code (`wavecrew_sys::sandbox::Confined`): a network
+    // of its own comes from the box, which also confines the agent
+    // (wavecrew starts the box, the box becomes the agent); else a
+    // confined thread starts it.
+    let confined = match &spawn.writable {
+        Some(writable) => {
+            let rules = wavecrew_sys::sandbox::CommandBox {
+                writable: writable.clone(),
+                hidden: spawn.hidden.clone(),
+                required: spawn.required,
+                withheld_env: spawn.env_remove.clone(),
+                network: spawn.network.clone(),
+            };
+            match rules.confine("the agent") {
+                Ok(confined) => Some(confined),
+                Err(why) => {
+                    result.ended = Ended::SpawnFailed(why.to_string());
+                    return result;
+                }
+            }
         }
+        None => None,
     };
-    let mut cmd = match &boxed {
-        Some(b) => Command::new(&b.program),
-        None => Command::new(&spawn.program),
+    let mut cmd = if let Some(c) = &confined {
+        c.command(&spawn.program, &spawn.args)
+    } else {
+        let mut cmd = Command::new(&spawn.program);
+        cmd.args(&spawn.args);
+        cmd
     };
     new_group(&mut cmd);
-    match &boxed {
-        Some(b) => cmd.args(&b.argv),
-        None => cmd.args(&spawn.args),
-    };
     cmd.current_dir(&spawn.cwd)
         .kill_on_drop(true)
         .stdout(Stdio::piped())
@@ -316,51 +330,27 @@ pub async fn supervise_until(
     // from its first instant.
     let mut out_sink = open_sink(stdout_path, limits.max_output_bytes).await;
     let mut err_sink = open_sink(stderr_path, limits.max_output_bytes).await;
-    let spawned = match &spawn.writable {
-        Some(_) if boxed.is_some() => cmd.spawn(),
-        Some(writable) => {
-            let handle = tokio::runtime::Handle::current();
-            let confined = {
-                let cmd = &mut cmd;
-                wavecrew_sys::sandbox::spawn_confined_hiding(writable, &spawn.hidden, move || {
-                    let _entered = handle.enter();
-                    cmd.spawn()
-                })
-            };
-            match confined {
-                Ok((spawned, _)) => spawned,
-                Err(e) if spawn.required => {
-                    result.ended = Ended::SpawnFailed(format!(
-                        "[isolation] sandbox = \"required\" and the agent cannot be confined: {e}"
-                    ));
-                    return result;
-                }
-                Err(e) => {
-                    // No Landlock here: the run said so once at its start.
-                    tracing::debug!("running unconfined: {e}");
-                    cmd.spawn()
-                }
+    let spawned = match &confined {
+        Some(c) => c.spawn(&mut cmd).map_err(|e| {
+            let said = e.to_string();
+            if said.starts_with("[isolation]") {
+                // The confinement's own refusal (`required`), as it said.
+                said
+            } else {
+                format!("cannot start `{}`: {said}", spawn.program.display())
             }
-        }
-        None => cmd.spawn(),
+        }),
+        None => cmd
+            .spawn()
+            .map_err(|e| format!("cannot start `{}`: {e}", spawn.program.display())),
     };
     let mut child = match spawned {
         Ok(c) => c,
-        Err(e) => {
-            result.ended =
-                Ended::SpawnFailed(format!("cannot start `{}`: {e}", spawn.program.display()));
+        Err(why) => {
+            result.ended = Ended::SpawnFailed(why);
             return result;
         }
     };
-    if let (
-        Some(BoxedStart {
-            proxy: Some(proxy), ..
-        }),
-        Some(pid),
-    ) = (&boxed, child.id())
-    {
-        proxy.expect_box(pid);
-    }
     tracing::debug!(
         program = %spawn.program.display(),
         args = spawn.args.len(),
@@ -480,7 +470,7 @@ pub async fn supervise_until(
         (None, Some(Err(e))) => Ended::SpawnFailed(format!("waiting for the child: {e}")),
         (None, None) => Ended::SpawnFailed("the child vanished".into()),
     };
-    if let Some(BoxedStart { proxy: network, .. }) = &boxed {
+    if let Some(confined) = confined.as_ref().filter(|c| c.through_box()) {
         // A box that could not set its layers up never started the agent.
         if let Ended::Exited {
             code: Some(wavecrew_sys::agent_box::BOX_FAILED),
@@ -494,13 +484,7 @@ pub async fn supervise_until(
         {
             result.ended = Ended::SpawnFailed(why.to_owned());
         }
-        result.network = Some(match network {
-            Some(proxy) => proxy.log(),
-            None => crate::egress::NetworkLog {
-                mode: "none".to_owned(),
-                ..Default::default()
-            },
-        });
+        result.network = Some(confined.network_log());
     }
     tracing::debug!(
         program = %spawn.program.display(),
@@ -509,65 +493,6 @@ pub async fn supervise_until(
         "agent process ended"
     );
     result
-}
-
-/// How a confined spawn with a network of its own starts: the box, its
-/// argv, and the egress proxy it hands its listener to (none for
-/// [`AgentNetwork::None`]). `Ok(None)`: no box (unconfined, the network
-/// open, or no box here outside `required`: the run said so at its start).
-fn boxed_start(spawn: &Spawn) -> Result<Option<BoxedStart>, String> {
-    use wavecrew_sys::agent_box::{BoxNetwork, BoxSpec, box_program};
-    let Some(writable) = &spawn.writable else {
-        return Ok(None);
-    };
-    if spawn.network == AgentNetwork::Open {
-        return Ok(None);
-    }
-    // Asked once per process: where the box cannot make a namespace (no
-    // box installed, user namespaces turned off), the agent runs on the
-    // machine's network, as the run said at its start.
-    let program = match (wavecrew_sys::agent_box::network_support(), box_program()) {
-        (Ok(()), Some(program)) => program,
-        (Err(why), _) if spawn.required => {
-            return Err(format!(
-                "[isolation] sandbox = \"required\" and the agent cannot get a network of its \
-                 own: {why}"
-            ));
-        }
-        _ => return Ok(None),
-    };
-    let (network, proxy) = match &spawn.network {
-        AgentNetwork::Open => unreachable!("returned above"),
-        AgentNetwork::None => (BoxNetwork::None, None),
-        AgentNetwork::Allowlist(allow) => {
-            let proxy = crate::egress::EgressProxy::start(allow.clone())
-                .map_err(|e| format!("cannot start the agent's egress proxy: {e}"))?;
-            (BoxNetwork::Proxy(proxy.socket()), Some(proxy))
-        }
-    };
-    let spec = BoxSpec {
-        writable: writable.clone(),
-        hidden: spawn.hidden.clone(),
-        required: spawn.required,
-        network,
-    };
-    Ok(Some(BoxedStart {
-        program: program.to_owned(),
-        argv: spec.argv(&spawn.program, &spawn.args),
-        proxy,
-    }))
-}
-
-/// An agent started through its box ([`boxed_start`]).
-struct BoxedStart {
-    /// `wavecrew-box`.
-    program: PathBuf,
-    /// Its arguments: the box's spec, then the agent's program and
-    /// arguments.
-    argv: Vec<std::ffi::OsString>,
-    /// The egress proxy the box hands its listener to (none for
-    /// [`AgentNetwork::None`]).
-    proxy: Option<crate::egress::EgressProxy>,
 }
 
 /// Sleep until `deadline`; never resolves without one.

@@ -320,16 +320,30 @@ pub struct CommandBox {
     pub network: Network,
 }
 
-/// A [`CommandBox`] made for one command: its rules, its temporary
-/// folder (`TMPDIR`) and its egress proxy, removed when this is dropped
-/// (after the command).
+/// A [`CommandBox`] made for one command: its confinement, and its
+/// temporary folder (`TMPDIR`), removed when this is dropped (after the
+/// command).
 #[derive(Debug)]
 pub struct Boxed {
+    confined: Confined,
+    tmp: tempfile::TempDir,
+}
+
+/// A confinement made ready to start one program tree: the agent's (its
+/// attempt's rules) or a check's ([`CommandBox::around`]). The one spawner
+/// of everything that runs an agent's code: through `wavecrew-box` when
+/// the tree has a network of its own (the box enters the namespace, hands
+/// its listener to the egress proxy started here, confines itself with the
+/// write and read rules, then becomes the program), else from a thread
+/// confined with those rules; in both, without the withheld variables.
+#[derive(Debug)]
+pub struct Confined {
     writable: Vec<PathBuf>,
     hidden: Vec<PathBuf>,
     required: bool,
     withheld_env: Vec<String>,
-    tmp: tempfile::TempDir,
+    /// Whose tree, in messages: `the agent`, `the command`.
+    who: &'static str,
     /// Started through `wavecrew-box` (a network of its own): the box and
     /// the proxy its listener goes to (none: nothing out).
     via_box: Option<(PathBuf, Option<crate::egress::EgressProxy>)>,
@@ -339,16 +353,12 @@ pub struct Boxed {
 }
 
 impl CommandBox {
-    /// The box of a command working in `cwd` that also writes `more` (a
-    /// report folder): makes its temporary folder and, for a network of
-    /// its own, starts its egress proxy.
-    pub fn around(&self, cwd: &Path, more: &[PathBuf]) -> std::io::Result<Boxed> {
-        let tmp = tempfile::Builder::new()
-            .prefix("wavecrew-check-")
-            .tempdir()?;
-        let mut writable = vec![cwd.to_owned(), tmp.path().to_owned(), PathBuf::from("/dev")];
-        writable.extend(more.iter().cloned());
-        writable.extend(self.writable.iter().cloned());
+    /// This box's rules made ready for one tree (`who`, in messages): its
+    /// egress proxy started when it has a network of its own. `writable`
+    /// is taken as the whole list (no working or temporary folder added:
+    /// [`CommandBox::around`] adds them for a command). Fails where the
+    /// box is `required` and no network of its own can be had.
+    pub fn confine(&self, who: &'static str) -> std::io::Result<Confined> {
         let (mut via_box, mut network_note) = (None, None);
         if self.network != Network::Open {
             match (
@@ -357,17 +367,23 @@ impl CommandBox {
             ) {
                 (Ok(()), Some(program)) => {
                     let proxy = match &self.network {
-                        Network::Allowlist(allow) => {
-                            Some(crate::egress::EgressProxy::start_detached(allow.clone())?)
-                        }
+                        Network::Allowlist(allow) => Some(
+                            crate::egress::EgressProxy::start_detached(allow.clone()).map_err(
+                                |e| {
+                                    std::io::Error::other(format!(
+                                        "cannot start the egress proxy of {who}: {e}"
+                                    ))
+                                },
+                            )?,
+                        ),
                         _ => None,
                     };
                     via_box = Some((program.to_owned(), proxy));
                 }
                 (Err(why), _) if self.required => {
                     return Err(std::io::Error::other(format!(
-                        "[isolation] sandbox = \"required\" and the command cannot get a \
-                         network of its own: {why}"
+                        "[isolation] sandbox = \"required\" and {who} cannot get a network of \
+                         its own: {why}"
                     )));
                 }
                 (why, _) => {
@@ -378,26 +394,39 @@ impl CommandBox {
                 }
             }
         }
-        Ok(Boxed {
-            writable,
+        Ok(Confined {
+            writable: self.writable.clone(),
             hidden: self.hidden.clone(),
             required: self.required,
             withheld_env: self.withheld_env.clone(),
-            tmp,
+            who,
             via_box,
             network_note,
         })
     }
+
+    /// The box of a command working in `cwd` that also writes `more` (a
+    /// report folder): makes its temporary folder and, for a network of
+    /// its own, starts its egress proxy.
+    pub fn around(&self, cwd: &Path, more: &[PathBuf]) -> std::io::Result<Boxed> {
+        let tmp = tempfile::Builder::new()
+            .prefix("wavecrew-check-")
+            .tempdir()?;
+        let mut writable = vec![cwd.to_owned(), tmp.path().to_owned(), PathBuf::from("/dev")];
+        writable.extend(more.iter().cloned());
+        writable.extend(self.writable.iter().cloned());
+        let confined = CommandBox {
+            writable,
+            ..self.clone()
+        }
+        .confine("the command")?;
+        Ok(Boxed { confined, tmp })
+    }
 }
 
-impl Boxed {
-    /// The command's temporary folder.
-    pub fn tmp(&self) -> &Path {
-        self.tmp.path()
-    }
-
-    /// Whether its command starts through `wavecrew-box` (a network of
-    /// its own): a box that cannot start the program exits
+impl Confined {
+    /// Whether its program starts through `wavecrew-box` (a network of its
+    /// own): a box that cannot start the program exits
     /// [`crate::agent_box::BOX_FAILED`], saying why on stderr.
     pub fn through_box(&self) -> bool {
         self.via_box.is_some()
@@ -406,7 +435,7 @@ impl Boxed {
     /// What its network did: the hosts its proxy let through and refused
     /// (`mode` `allowlist`), `mode` `none` for a network with nothing out,
     /// `open` for the machine's (with why, where it was meant to have one
-    /// of its own). Read after the command ended.
+    /// of its own). Read after the tree ended.
     pub fn network_log(&self) -> crate::egress::NetworkLog {
         match &self.via_box {
             Some((_, Some(proxy))) => proxy.log(),
@@ -424,10 +453,10 @@ impl Boxed {
         }
     }
 
-    /// The program and arguments that start `program args` in this box:
-    /// through `wavecrew-box` when it has a network of its own (the box
-    /// sets the network and the write rules up, then becomes the program),
-    /// else as they are (confined from a thread by [`Boxed::spawn`]).
+    /// The program and arguments that start `program args` in this
+    /// confinement: through `wavecrew-box` when it has a network of its
+    /// own, else as they are (confined from a thread by
+    /// [`Confined::spawn`]).
     fn argv(&self, program: &OsStr, args: &[OsString]) -> (OsString, Vec<OsString>) {
         let Some((boxer, proxy)) = &self.via_box else {
             return (program.to_owned(), args.to_vec());
@@ -446,9 +475,8 @@ impl Boxed {
         (boxer.clone().into_os_string(), boxed_argv)
     }
 
-    /// A command that runs `program args` in this box: through the box
-    /// when it has a network of its own, without the withheld variables,
-    /// with `TMPDIR` its temporary folder. Start it with [`Boxed::spawn`].
+    /// A command that runs `program args` in this confinement, without the
+    /// withheld variables. Start it with [`Confined::spawn`].
     pub fn command(
         &self,
         program: impl AsRef<OsStr>,
@@ -461,13 +489,10 @@ impl Boxed {
         for k in &self.withheld_env {
             cmd.env_remove(k);
         }
-        for k in ["TMPDIR", "TMP", "TEMP"] {
-            cmd.env(k, self.tmp.path());
-        }
         cmd
     }
 
-    /// [`Boxed::command`] for a `std` command.
+    /// [`Confined::command`] for a `std` command.
     pub fn command_std(
         &self,
         program: impl AsRef<OsStr>,
@@ -480,16 +505,21 @@ impl Boxed {
         for k in &self.withheld_env {
             cmd.env_remove(k);
         }
-        for k in ["TMPDIR", "TMP", "TEMP"] {
-            cmd.env(k, self.tmp.path());
-        }
         cmd
     }
 
-    /// Start `cmd` (made by [`Boxed::command`]) in the box: through the box
+    /// Why a tree cannot be confined here, where it must be.
+    fn refused(&self, e: &SandboxError) -> std::io::Error {
+        std::io::Error::other(format!(
+            "[isolation] sandbox = \"required\" and {} cannot be confined: {e}",
+            self.who
+        ))
+    }
+
+    /// Start `cmd` (made by [`Confined::command`]): through the box
     /// program, whose pid its proxy then expects; else from a confined
     /// thread; on a kernel without Landlock, unconfined (the run said so
-    /// once at its start).
+    /// once at its start) unless the confinement is required.
     pub fn spawn(
         &self,
         cmd: &mut tokio::process::Command,
@@ -511,14 +541,12 @@ impl Boxed {
         };
         match confined {
             Ok((spawned, _)) => spawned,
-            Err(e) if self.required => Err(std::io::Error::other(format!(
-                "[isolation] sandbox = \"required\" and the command cannot be confined: {e}"
-            ))),
+            Err(e) if self.required => Err(self.refused(&e)),
             Err(_) => cmd.spawn(),
         }
     }
 
-    /// The same for a `std` command (made by [`Boxed::command_std`]).
+    /// The same for a `std` command (made by [`Confined::command_std`]).
     pub fn spawn_std(
         &self,
         cmd: &mut std::process::Command,
@@ -536,11 +564,72 @@ impl Boxed {
         };
         match confined {
             Ok((spawned, _)) => spawned,
-            Err(e) if self.required => Err(std::io::Error::other(format!(
-                "[isolation] sandbox = \"required\" and the command cannot be confined: {e}"
-            ))),
+            Err(e) if self.required => Err(self.refused(&e)),
             Err(_) => cmd.spawn(),
         }
+    }
+}
+
+impl Boxed {
+    /// The command's temporary folder.
+    pub fn tmp(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// Whether its command starts through `wavecrew-box`
+    /// ([`Confined::through_box`]).
+    pub fn through_box(&self) -> bool {
+        self.confined.through_box()
+    }
+
+    /// What its network did ([`Confined::network_log`]).
+    pub fn network_log(&self) -> crate::egress::NetworkLog {
+        self.confined.network_log()
+    }
+
+    /// A command that runs `program args` in this box
+    /// ([`Confined::command`]), with `TMPDIR` its temporary folder. Start
+    /// it with [`Boxed::spawn`].
+    pub fn command(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> tokio::process::Command {
+        let mut cmd = self.confined.command(program, args);
+        for k in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(k, self.tmp.path());
+        }
+        cmd
+    }
+
+    /// [`Boxed::command`] for a `std` command.
+    pub fn command_std(
+        &self,
+        program: impl AsRef<OsStr>,
+        args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> std::process::Command {
+        let mut cmd = self.confined.command_std(program, args);
+        for k in ["TMPDIR", "TMP", "TEMP"] {
+            cmd.env(k, self.tmp.path());
+        }
+        cmd
+    }
+
+    /// Start `cmd` (made by [`Boxed::command`]) in the box
+    /// ([`Confined::spawn`]).
+    pub fn spawn(
+        &self,
+        cmd: &mut tokio::process::Command,
+    ) -> std::io::Result<tokio::process::Child> {
+        self.confined.spawn(cmd)
+    }
+
+    /// The same for a `std` command (made by [`Boxed::command_std`]).
+    pub fn spawn_std(
+        &self,
+        cmd: &mut std::process::Command,
+    ) -> std::io::Result<std::process::Child> {
+        self.confined.spawn_std(cmd)
     }
 }
 
