@@ -50,7 +50,9 @@ pub struct AcceptanceOptions {
     pub implementation_text: String,
     /// Variables for the commands.
     pub env: BTreeMap<OsString, OsString>,
-    /// The box its commands run in (they run the agent's work), or `None`.
+    /// The box its commands run in (they run the agent's work), or `None`
+    /// (anywhere, as the caller). Default: a box that may write only the
+    /// command's folder and a temporary folder of its own.
     pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
     /// The task's one run of the project's test suite, when the caller
     /// made it: a command that runs that suite
@@ -87,7 +89,7 @@ impl Default for AcceptanceOptions {
             strategy: Strategy::Evidence,
             implementation_text: String::new(),
             env: BTreeMap::new(),
-            confined: None,
+            confined: Some(wavecrew_sys::sandbox::CommandBox::default()),
             suite: None,
         }
     }

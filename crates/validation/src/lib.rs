@@ -23,6 +23,14 @@
 //!   and rollback, producing the `results/run-<NNN>.json` record
 //!   ([`RunResult`], [`write_run_result`]).
 //!
+//! The commands these run on a project run its code (a test, a
+//! `conftest.py`, a build script): by default ([`SyntaxOptions`],
+//! [`AcceptanceOptions`], [`TestOptions`]) they are confined, and may write
+//! only the project's folder, their reports and a temporary folder of their
+//! own; a caller gives them the agent's whole box (its hidden paths,
+//! withheld variables and network) with `confined`, or runs them as itself
+//! with `confined: None`.
+//!
 //! Parsers take text and name the file in every error:
 //!
 //! ```

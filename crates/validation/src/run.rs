@@ -38,7 +38,9 @@ pub struct TestOptions {
     /// Where reports are written; a temp folder (kept as long as the
     /// runner and its results live) when `None`.
     pub evidence_dir: Option<PathBuf>,
-    /// The box its commands run in (they run the agent's work), or `None`.
+    /// The box its commands run in (they run the agent's work), or `None`
+    /// (anywhere, as the caller). Default: a box that may write only the
+    /// project's folder, the reports and a temporary folder of its own.
     pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
 }
 
@@ -50,7 +52,7 @@ impl Default for TestOptions {
             timeout: Duration::from_secs(600),
             env: BTreeMap::new(),
             evidence_dir: None,
-            confined: None,
+            confined: Some(wavecrew_sys::sandbox::CommandBox::default()),
         }
     }
 }

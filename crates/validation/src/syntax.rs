@@ -26,7 +26,9 @@ pub struct SyntaxOptions {
     /// Variables for the tools (a `PATH` here is also where tools are
     /// looked up).
     pub env: BTreeMap<OsString, OsString>,
-    /// The box its commands run in (they run the agent's work), or `None`.
+    /// The box its commands run in (they run the agent's work), or `None`
+    /// (anywhere, as the caller). Default: a box that may write only the
+    /// project's folder and a temporary folder of its own.
     pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
 }
 
@@ -36,7 +38,7 @@ impl Default for SyntaxOptions {
             timeout: Duration::from_secs(30),
             changed_files: Vec::new(),
             env: BTreeMap::new(),
-            confined: None,
+            confined: Some(wavecrew_sys::sandbox::CommandBox::default()),
         }
     }
 }

@@ -167,6 +167,9 @@ async fn syntax(args: &SyntaxArgs) -> CmdResult {
     let options = SyntaxOptions {
         timeout: Duration::from_secs(args.timeout),
         changed_files: args.changed.clone(),
+        // A person's own check of their project, run as them: the
+        // library's confined default is for the checks of an agent's work.
+        confined: None,
         ..SyntaxOptions::default()
     };
     let report = check_syntax(&dir, &options).await;
@@ -214,6 +217,9 @@ async fn tests(args: &TestsArgs) -> CmdResult {
         coverage: !args.no_coverage,
         timeout: Duration::from_secs(args.timeout),
         evidence_dir: args.evidence_dir.clone(),
+        // A person's own check of their project, run as them: the
+        // library's confined default is for the checks of an agent's work.
+        confined: None,
         ..TestOptions::default()
     };
     let mut runner = TestRunner::new(&dir, options)
@@ -334,6 +340,9 @@ async fn acceptance(args: &AcceptanceArgs) -> CmdResult {
             StrategyArg::Keyword => Strategy::Keyword,
         },
         implementation_text,
+        // A person's own check of their project, run as them: the
+        // library's confined default is for the checks of an agent's work.
+        confined: None,
         ..AcceptanceOptions::default()
     };
     let tasks: Vec<_> = loaded

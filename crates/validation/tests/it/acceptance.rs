@@ -181,3 +181,32 @@ async fn keyword_strategy_is_opt_in_and_ignores_stop_words() {
     // The seed passes this one on "the"/"should"/"be"; here it has no keyword at all.
     assert_eq!(r.criteria[1].status, CheckStatus::ManualReview);
 }
+
+/// The library's default is confined: a `verify` command may write its
+/// folder and its own temporary folder, nothing beside them; `confined:
+/// None` is the caller's explicit choice to run it as itself.
+#[tokio::test]
+async fn a_verify_command_is_confined_by_default() {
+    let top = tempfile::tempdir().unwrap();
+    let (work, beside) = (top.path().join("work"), top.path().join("beside"));
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(&beside).unwrap();
+    let target = beside.join("planted");
+    let criteria = [
+        verify("touch here"),
+        verify(&format!("touch {}", target.display())),
+    ];
+    let report = check(&criteria, &work).await;
+    assert_eq!(report.criteria[0].status, Pass, "{report:#?}");
+    assert_eq!(report.criteria[1].status, Fail, "{report:#?}");
+    assert!(work.join("here").exists());
+    assert!(!target.exists(), "a default check wrote beside its folder");
+
+    let unconfined = AcceptanceOptions {
+        confined: None,
+        ..AcceptanceOptions::default()
+    };
+    let report = check_acceptance(&criteria[1..], &work, &unconfined).await;
+    assert_eq!(report.criteria[0].status, Pass, "{report:#?}");
+    assert!(target.exists());
+}

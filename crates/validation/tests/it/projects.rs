@@ -137,9 +137,14 @@ async fn jest_project() {
 async fn vitest_project() {
     let project = copy_fixture("vitest-project");
     link_node_modules(project.path());
-    let mut runner = TestRunner::new(project.path(), TestOptions::default())
-        .await
-        .unwrap();
+    // Unconfined: the fixture's `node_modules` is a link to the shared
+    // tool cache, where vitest writes its results cache (`.vite/`), and a
+    // confined run may write only the project's folder.
+    let options = TestOptions {
+        confined: None,
+        ..TestOptions::default()
+    };
+    let mut runner = TestRunner::new(project.path(), options).await.unwrap();
     assert_eq!(runner.framework(), &Framework::Vitest);
     let run = runner.run().await.unwrap();
     // vitest: Tests 2 failed | 2 passed | 1 skipped (5).
