@@ -375,12 +375,16 @@ fn a_session_made_anew_under_a_used_id_refuses_the_old_task_branches() {
         git(&root, &args);
     }
     let _ = std::fs::remove_dir_all(root.join(".workflow/.team/TC-anew"));
+    std::fs::remove_file(count.join("runs.log")).unwrap();
     let (code, all) = run(&root, &["run", "wavecrew.tasks.toml"], &[]);
     assert_eq!(code, 0, "{all}");
     assert_eq!(
         git(&root, &["show", "wavecrew/TC-anew:NEWS.md"]),
         "moved on"
     );
+    // Compared with the base they started from (the new commit), not the
+    // old session's: one run for the base, one a task.
+    assert_eq!(suite_runs(&count), 5);
 }
 
 /// A check may still fetch the project's own dependencies: `cargo build`
