@@ -85,6 +85,13 @@ impl Feed {
         feed
     }
 
+    /// The changes since the last call, the task store read whatever the
+    /// time since its last read (the cockpit's last read before it closes).
+    pub fn poll_all(&mut self) -> Vec<Change> {
+        self.last_scan = None;
+        self.poll()
+    }
+
     /// The changes since the last call.
     pub fn poll(&mut self) -> Vec<Change> {
         let mut out = std::mem::take(&mut self.first);
@@ -342,6 +349,33 @@ mod tests {
                 .iter()
                 .any(|c| c.event == "task" && c.data["state"] == "pending"),
             "{changes:?}"
+        );
+    }
+
+    /// A task that ends just after the store was read is sent at once by
+    /// the last read before the cockpit closes (a plain poll waits for the
+    /// store's interval).
+    #[test]
+    fn the_last_read_sends_a_change_made_within_the_poll_interval() {
+        let (_tmp, dir, store) = session();
+        let id = TaskId::new("IMPL-003").unwrap();
+        store.create(Task::new(id.clone(), "three", "")).unwrap();
+        let mut feed = Feed::new(&dir, 0, SystemTime::now());
+        let _ = feed.poll();
+        store
+            .update(&id, &mut |t| {
+                t.status = TaskStatus::Completed;
+                Ok(())
+            })
+            .unwrap();
+        let completed = |changes: &[Change]| {
+            changes
+                .iter()
+                .any(|c| c.event == "task" && c.data["state"] == "completed")
+        };
+        assert!(
+            completed(&feed.poll_all()),
+            "read at once, whatever the interval"
         );
     }
 

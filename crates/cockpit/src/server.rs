@@ -45,6 +45,18 @@ pub struct Cockpit {
     pub session_dir: PathBuf,
     /// The secret every request must carry.
     pub token: String,
+    /// The live feeds of the open pages (shared with [`Serving`]).
+    feeds: Arc<Feeds>,
+}
+
+/// The live feeds open pages follow, and whether they are asked to end.
+#[derive(Debug, Default)]
+struct Feeds {
+    /// Set when the cockpit closes: each feed sends what changed last,
+    /// then ends.
+    closing: std::sync::atomic::AtomicBool,
+    /// The feeds still running.
+    open: std::sync::atomic::AtomicUsize,
 }
 
 /// A cockpit listening: where, and the URL to open (with the token).
@@ -54,6 +66,25 @@ pub struct Serving {
     pub addr: SocketAddr,
     /// The URL of the page, token included.
     pub url: String,
+    feeds: Arc<Feeds>,
+}
+
+impl Serving {
+    /// Before the process that serves it ends (a run that finished): each
+    /// open page's feed reads the session once more, whatever its poll
+    /// interval, sends what changed (the last task's end, written
+    /// milliseconds before) and ends; waits for them up to `limit`. A page
+    /// open then shows the run as it ended, not as it was a poll before.
+    pub async fn close(&self, limit: Duration) {
+        use std::sync::atomic::Ordering;
+        self.feeds.closing.store(true, Ordering::SeqCst);
+        let deadline = tokio::time::Instant::now() + limit;
+        while self.feeds.open.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // What was sent leaves with the responses' last frames.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The server could not start.
@@ -85,6 +116,7 @@ impl Cockpit {
         Cockpit {
             session_dir,
             token: new_token(),
+            feeds: Arc::default(),
         }
     }
 
@@ -127,13 +159,18 @@ impl Cockpit {
             bound.ip().to_string()
         };
         let url = format!("http://{host}:{}/?token={}", bound.port(), self.token);
+        let feeds = Arc::clone(&self.feeds);
         let app = self.router();
         tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!("cockpit server: {e}");
             }
         });
-        Ok(Serving { addr: bound, url })
+        Ok(Serving {
+            addr: bound,
+            url,
+            feeds,
+        })
     }
 }
 
@@ -286,20 +323,28 @@ async fn events(State(c): State<Arc<Cockpit>>, req: Request<Body>) -> Response {
         });
     let (tx, rx) = tokio::sync::mpsc::channel::<Event>(1024);
     let dir = c.session_dir.clone();
+    let feeds = Arc::clone(&c.feeds);
+    feeds.open.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     // One thread per open page: it reads files, never the async threads.
     std::thread::spawn(move || {
+        use std::sync::atomic::Ordering;
         let mut feed = Feed::new(&dir, from, since);
         while !tx.is_closed() {
-            for change in feed.poll() {
+            // Closing: one last read of everything, then the end.
+            let last = feeds.closing.load(Ordering::SeqCst);
+            let changes = if last { feed.poll_all() } else { feed.poll() };
+            let sent = changes.into_iter().all(|change| {
                 let event = Event::default()
                     .event(change.event)
                     .data(change.data.to_string());
-                if tx.blocking_send(event).is_err() {
-                    return;
-                }
+                tx.blocking_send(event).is_ok()
+            });
+            if last || !sent {
+                break;
             }
             std::thread::sleep(crate::live::BUS_POLL);
         }
+        feeds.open.fetch_sub(1, Ordering::SeqCst);
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))

@@ -218,6 +218,22 @@ fn check_layers(isolation: &wavecrew_backends::config::IsolationConfig) -> Resul
     Ok(())
 }
 
+/// `--ui`'s cockpit, closed when the run ends (dropped): its open pages'
+/// feeds read the session once more and send the end.
+struct CockpitAtEnd<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    serving: Option<wavecrew_cockpit::Serving>,
+}
+
+impl Drop for CockpitAtEnd<'_> {
+    fn drop(&mut self) {
+        if let Some(serving) = &self.serving {
+            self.rt
+                .block_on(serving.close(std::time::Duration::from_secs(2)));
+        }
+    }
+}
+
 /// Run the session at `session` in the foreground until its pipeline ends,
 /// with progress lines, then the completion report; on the engine of
 /// `engine` (else `[engine] url`) the tasks go to remote hosts; with `ui`,
@@ -234,9 +250,13 @@ pub fn foreground(
         output::warning(&e.to_string());
     }
     let rt = crate::runtime::runtime()?;
-    if let Some(flags) = ui {
-        rt.block_on(super::ui::start(&opened.valid.dir, flags))?;
-    }
+    let serving = match ui {
+        Some(flags) => Some(rt.block_on(super::ui::start(&opened.valid.dir, flags))?),
+        None => None,
+    };
+    // However the run ends, an open page gets the session as it ended
+    // before the cockpit goes with the process.
+    let _cockpit = CockpitAtEnd { rt: &rt, serving };
     let engine = match super::engine::url(engine, &opened.config) {
         Some(url) => {
             let run = rt.block_on(super::engine::start(

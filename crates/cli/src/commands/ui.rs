@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
-use wavecrew_cockpit::Cockpit;
+use wavecrew_cockpit::{Cockpit, Serving};
 
 use crate::exit::{CliError, CmdResult, Exit};
 use crate::output;
@@ -78,7 +78,7 @@ pub fn existing_session(input: &Path, root: &Path) -> Result<PathBuf, CliError> 
 
 /// Start the cockpit of `session` on the runtime of the caller and print
 /// its URL.
-pub async fn start(session: &Path, flags: &UiFlags) -> Result<(), CliError> {
+pub async fn start(session: &Path, flags: &UiFlags) -> Result<Serving, CliError> {
     let cockpit = Cockpit::new(session.to_owned());
     let serving = cockpit
         .serve(flags.addr())
@@ -86,7 +86,7 @@ pub async fn start(session: &Path, flags: &UiFlags) -> Result<(), CliError> {
         .map_err(CliError::bad_input)?;
     output::progress(&format!("cockpit of {}:", session.display()));
     output::line(&serving.url);
-    Ok(())
+    Ok(serving)
 }
 
 /// Run `wavecrew ui`: serve until interrupted.
