@@ -117,25 +117,29 @@ impl Kind {
     /// The hosts each built-in CLI needs for its model API and its login.
     pub fn api_hosts(self) -> &'static [&'static str] {
         match self {
-            Kind::Claude => &["api.anthropic.com", "console.anthropic.com"],
-            Kind::Codex => &["api.openai.com", "auth.openai.com", "chatgpt.com"],
+            Kind::Claude => &["api.anthropic.com:443", "console.anthropic.com:443"],
+            Kind::Codex => &[
+                "api.openai.com:443",
+                "auth.openai.com:443",
+                "chatgpt.com:443",
+            ],
             Kind::Gemini => &[
-                "generativelanguage.googleapis.com",
-                "cloudcode-pa.googleapis.com",
-                "oauth2.googleapis.com",
+                "generativelanguage.googleapis.com:443",
+                "cloudcode-pa.googleapis.com:443",
+                "oauth2.googleapis.com:443",
             ],
             Kind::Qwen => &[
-                "dashscope.aliyuncs.com",
-                "dashscope-intl.aliyuncs.com",
-                "portal.qwen.ai",
-                "chat.qwen.ai",
+                "dashscope.aliyuncs.com:443",
+                "dashscope-intl.aliyuncs.com:443",
+                "portal.qwen.ai:443",
+                "chat.qwen.ai:443",
             ],
             Kind::Opencode => &[
-                "api.anthropic.com",
-                "api.openai.com",
-                "generativelanguage.googleapis.com",
-                "opencode.ai",
-                "models.dev",
+                "api.anthropic.com:443",
+                "api.openai.com:443",
+                "generativelanguage.googleapis.com:443",
+                "opencode.ai:443",
+                "models.dev:443",
             ],
             Kind::Command | Kind::Scripted => &[],
         }

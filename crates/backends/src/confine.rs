@@ -126,7 +126,7 @@ fn caches(config: &Config) -> Vec<PathBuf> {
 /// usual credential files and folders (`~` is its home), besides
 /// `[isolation] deny_read`. Its own backend's login stays readable
 /// ([`crate::private_config::own_login_files`]).
-pub const SECRET_FILES: [&str; 23] = [
+pub const SECRET_FILES: [&str; 26] = [
     "~/.ssh",
     "~/.aws",
     "~/.gnupg",
@@ -150,6 +150,9 @@ pub const SECRET_FILES: [&str; 23] = [
     "~/.local/share/opencode/auth.json",
     "~/.local/share/keyrings",
     "~/.vault-token",
+    "~/.npmrc",
+    "~/.m2/settings.xml",
+    "~/.config/containers/auth.json",
 ];
 
 /// Variables that give access to a credential without looking secret by

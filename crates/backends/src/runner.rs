@@ -453,10 +453,22 @@ impl CliBackend {
             vars.remove(k);
         }
         vars.extend(spawn.env.clone());
+        // Codex's base URL from the user's own configuration folder (its
+        // `wavecrew.toml` env, else wavecrew's environment, else
+        // `~/.codex`), never from the agent's private copy or an
+        // attempt's home: the agent may write those, and what it writes
+        // must not widen its network.
         let codex_config = (self.backend.kind == crate::config::Kind::Codex)
-            .then(|| vars.get("CODEX_HOME"))
+            .then(|| {
+                self.backend
+                    .spec
+                    .env
+                    .get("CODEX_HOME")
+                    .map(PathBuf::from)
+                    .or_else(|| std::env::var_os("CODEX_HOME").map(PathBuf::from))
+                    .or_else(|| crate::confine::home_dir(None).map(|h| h.join(".codex")))
+            })
             .flatten()
-            .map(PathBuf::from)
             .and_then(|dir| std::fs::read_to_string(dir.join("config.toml")).ok());
         let mut hosts: Vec<String> = self
             .backend

@@ -75,6 +75,14 @@ impl AllowList {
                          `127.0.0.1:8080`, `[::1]:80`)"
                     )
                 })?;
+            if let Some(domain) = host.strip_prefix("*.")
+                && psl::domain(domain.as_bytes()).is_none()
+            {
+                return Err(format!(
+                    "`{entry}` is wider than a registrable domain (`{domain}` is a public \
+                     suffix: anyone can own a name below it); expected `*.example.{domain}`"
+                ));
+            }
             rules.push(Rule {
                 host,
                 port: has_port.then_some(port),
@@ -101,6 +109,23 @@ impl AllowList {
         })
     }
 
+    /// Whether the address `ip` (one a name resolved to) may be reached on
+    /// `port` although it is internal ([`is_internal`]): an IP literal entry
+    /// names it, or `host` matched an exact `localhost` entry (a name that
+    /// means loopback). A name that only resolves there (a wildcard's, a
+    /// registry's) never makes an internal address reachable.
+    pub fn allows_internal(&self, host: &str, ip: std::net::IpAddr, port: u16) -> bool {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        self.rules.iter().any(|r| {
+            let port_ok = r.port.is_none_or(|p| p == port);
+            let named = match r.host.parse::<std::net::IpAddr>() {
+                Ok(listed) => listed == ip,
+                Err(_) => r.host == "localhost" && host == "localhost" && ip.is_loopback(),
+            };
+            port_ok && named
+        })
+    }
+
     /// The entries, as given to [`AllowList::parse`] (for the run's note).
     pub fn entries(&self) -> Vec<String> {
         self.rules
@@ -113,9 +138,90 @@ impl AllowList {
     }
 }
 
+/// Whether `ip` is an address inside the machine or its network, which a
+/// name on the allowlist must not lead to unless listed: loopback,
+/// unspecified, link-local (cloud metadata at 169.254.169.254), private
+/// (10/8, 172.16/12, 192.168/16, fc00::/7), shared (100.64/10), multicast
+/// and broadcast, and an IPv4 address mapped into IPv6 of any of these.
+pub fn is_internal(ip: std::net::IpAddr) -> bool {
+    use std::net::IpAddr;
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_unspecified()
+                || v4.is_link_local()
+                || v4.is_private()
+                || v4.is_multicast()
+                || v4.is_broadcast()
+                || (a == 100 && (64..128).contains(&b))
+                || a == 0
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_internal(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_wider_than_a_registrable_domain_are_refused() {
+        for wide in ["*.com", "*.co.uk", "*.github.io", "*.internal"] {
+            let e = AllowList::parse(&[wide]).unwrap_err();
+            assert!(e.contains("wider than a registrable domain"), "{wide}: {e}");
+        }
+        for fine in [
+            "*.example.com",
+            "*.npmjs.org",
+            "*.corp.internal",
+            "*.x.co.uk",
+        ] {
+            assert!(AllowList::parse(&[fine]).is_ok(), "{fine}");
+        }
+    }
+
+    #[test]
+    fn internal_addresses_and_what_lists_them() {
+        use std::net::IpAddr;
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        for internal in [
+            "127.0.0.1",
+            "169.254.169.254",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "100.64.0.1",
+            "0.0.0.0",
+            "::1",
+            "fe80::1",
+            "fd00::1",
+            "::ffff:127.0.0.1",
+        ] {
+            assert!(is_internal(ip(internal)), "{internal}");
+        }
+        for public in ["93.184.216.34", "2606:4700::1111", "172.32.0.1"] {
+            assert!(!is_internal(ip(public)), "{public}");
+        }
+        let allow =
+            AllowList::parse(&["localhost:8080", "10.0.0.5", "*.example.com", "npm.corp"]).unwrap();
+        assert!(allow.allows_internal("localhost", ip("127.0.0.1"), 8080));
+        assert!(!allow.allows_internal("localhost", ip("127.0.0.1"), 9090));
+        assert!(allow.allows_internal("npm.corp", ip("10.0.0.5"), 443));
+        assert!(!allow.allows_internal("npm.corp", ip("10.0.0.6"), 443));
+        assert!(!allow.allows_internal("evil.example.com", ip("127.0.0.1"), 443));
+        assert!(!allow.allows_internal("evil.example.com", ip("169.254.169.254"), 80));
+    }
 
     #[test]
     fn names_domains_ports_and_literals() {
