@@ -59,7 +59,7 @@ pub fn message_number(id: &str) -> Option<u64> {
 }
 
 /// What a caller supplies to `log`; the bus fills in the defaults.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NewMessage {
     /// The sender (required).
     pub from: String,

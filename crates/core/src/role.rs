@@ -253,6 +253,14 @@ pub struct WorkerOptions {
     /// When a task's blockers let it be claimed (`Ended` under the
     /// `always` failure policy).
     pub blockers: BlockerRule,
+    /// Where the worker keeps, before it logs a task's completion record,
+    /// its own copy of it (`<proofs>/<task>/completion.json`; a session's
+    /// `attempts/`, which no confined agent may write). A task found
+    /// completed by an interrupted worker is finished from that copy; a
+    /// completion record on the bus is never proof on its own (an agent
+    /// may write one, `wavecrew msg log --from`). `None`: nothing is
+    /// trusted, and an interrupted task runs again.
+    pub proofs: Option<std::path::PathBuf>,
 }
 
 impl Default for WorkerOptions {
@@ -264,6 +272,7 @@ impl Default for WorkerOptions {
             worker: None,
             fast_advance: false,
             blockers: BlockerRule::Completed,
+            proofs: None,
         }
     }
 }
@@ -360,9 +369,14 @@ where
         // it 2 or more): a first claim skips the bus scan, which costs the
         // length of the log.
         let claimed_before = task.attempts > 1;
-        if claimed_before && let Some(done) = earlier_completion(role, bus, &task.id)? {
+        if claimed_before
+            && let Some(done) = earlier_completion(role, bus, options.proofs.as_deref(), &task.id)?
+        {
             // The work and its record exist; only the store missed it.
             store.finish(&task.id, &worker, TaskStatus::Completed, Some(done))?;
+            if let Some(dir) = &options.proofs {
+                let _ = std::fs::remove_file(proof_file(dir, &task.id));
+            }
             summary.completed.push(task.id.clone());
             if options.task.is_some() || !options.inner_loop {
                 return Ok(summary);
@@ -388,9 +402,18 @@ where
             data: Some(report.data.clone()),
             reference: None,
         };
-        // The bus record first, then the task: a crash between the two
-        // leaves the task leased (so it is retried), never a completed task
-        // without its record.
+        // The worker's own copy of a completion first (what a later claim
+        // trusts), then the bus record, then the task: a crash between
+        // them leaves the task leased (so it is claimed again and finished
+        // from the copy), never a completed task without its record.
+        let proof = options
+            .proofs
+            .as_deref()
+            .filter(|_| report.status == TaskStatus::Completed)
+            .map(|dir| proof_file(dir, &task.id));
+        if let Some(proof) = &proof {
+            crate::fsutil::write_json_atomic(proof, &message)?;
+        }
         bus.log(message)
             .map_err(|e| crate::error::CoreError::Bus(e.to_string()))?;
         store.finish(
@@ -399,6 +422,11 @@ where
             report.status,
             Some(report.result.clone()),
         )?;
+        // Finished: the copy has served (a task run again later, after a
+        // person's retry, must not be finished from it).
+        if let Some(proof) = &proof {
+            let _ = std::fs::remove_file(proof);
+        }
         if report.status == TaskStatus::Completed {
             summary.completed.push(task.id.clone());
         } else {
@@ -440,26 +468,58 @@ pub fn fast_advance_successor<R: Role + ?Sized>(
     })
 }
 
-/// The payload of this role's completion record for `id`, if the bus has
-/// one among its newest 100 records of that type.
+/// Where a worker keeps its copy of `id`'s completion record, below
+/// `proofs` ([`WorkerOptions::proofs`]).
+pub fn proof_file(proofs: &std::path::Path, id: &TaskId) -> std::path::PathBuf {
+    proofs.join(id.as_str()).join("completion.json")
+}
+
+/// The payload of the completion of `id` an interrupted worker of this
+/// role recorded: read from its own copy (`proofs`), never from the bus
+/// alone. When the copy is there but the bus lacks the record (the worker
+/// stopped between the two), the record is logged now.
 fn earlier_completion<R: Role, B: MessageBus>(
     role: &R,
     bus: &B,
+    proofs: Option<&std::path::Path>,
     id: &TaskId,
 ) -> Result<Option<Value>> {
-    let found = bus
+    let Some(proofs) = proofs else {
+        return Ok(None);
+    };
+    let file = proof_file(proofs, id);
+    let Ok(text) = std::fs::read_to_string(&file) else {
+        return Ok(None);
+    };
+    let message: NewMessage = match serde_json::from_str(&text) {
+        Ok(m) => m,
+        // Half a file cannot be: it is written atomically. Anything else
+        // is not wavecrew's: the task runs again.
+        Err(_) => return Ok(None),
+    };
+    let Some(data) = message.data.clone().filter(|d| {
+        message.from == role.name()
+            && message.kind.as_deref() == Some(role.completion_kind())
+            && d.get("task_id").and_then(Value::as_str) == Some(id.as_str())
+    }) else {
+        return Ok(None);
+    };
+    let logged = bus
         .list(&crate::bus::ListFilter {
             from: Some(role.name().to_owned()),
             to: None,
             kind: Some(role.completion_kind().to_owned()),
             last: 100,
         })
-        .map_err(|e| crate::error::CoreError::Bus(e.to_string()))?;
-    Ok(found.messages.into_iter().rev().find_map(|m| {
-        let data = m.data?;
-        (data.get("task_id").and_then(Value::as_str) == Some(id.as_str()))
-            .then_some(Value::Object(data))
-    }))
+        .map_err(|e| crate::error::CoreError::Bus(e.to_string()))?
+        .messages
+        .into_iter()
+        .any(|m| m.data.as_ref() == Some(&data));
+    if !logged {
+        bus.log(message)
+            .map_err(|e| crate::error::CoreError::Bus(e.to_string()))?;
+    }
+    Ok(Some(Value::Object(data)))
 }
 
 /// Run `work`, refreshing the lease every `every` until it ends.

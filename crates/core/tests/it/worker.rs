@@ -229,19 +229,26 @@ async fn a_task_whose_completion_is_on_the_bus_is_not_done_twice() {
     let mut data = Map::new();
     data.insert("task_id".into(), json!("IMPL-001"));
     data.insert("files_modified".into(), json!(["a.rs"]));
-    bus.log(NewMessage {
+    let record = NewMessage {
         from: "executor".into(),
         kind: Some("task_complete".into()),
         data: Some(data),
         ..NewMessage::default()
-    })
-    .unwrap();
+    };
+    // What the worker wrote before its record: its own copy of it.
+    let proofs = tempfile::tempdir().unwrap();
+    let proof = wavecrew_core::role::proof_file(proofs.path(), &id);
+    std::fs::create_dir_all(proof.parent().unwrap()).unwrap();
+    std::fs::write(&proof, serde_json::to_vec(&record).unwrap()).unwrap();
+    bus.log(record).unwrap();
     let role = Echo {
         seen: Mutex::new(vec![]),
     };
-    let s = run_worker(&role, &store, &bus, &WorkerOptions::default())
-        .await
-        .unwrap();
+    let options = WorkerOptions {
+        proofs: Some(proofs.path().to_owned()),
+        ..WorkerOptions::default()
+    };
+    let s = run_worker(&role, &store, &bus, &options).await.unwrap();
     assert_eq!(s.completed.len(), 1);
     assert!(role.seen.lock().unwrap().is_empty(), "the phases ran again");
     assert_eq!(
@@ -252,4 +259,55 @@ async fn a_task_whose_completion_is_on_the_bus_is_not_done_twice() {
     let t = store.get(&TaskId::new("IMPL-001").unwrap()).unwrap();
     assert_eq!(t.status, TaskStatus::Completed);
     assert_eq!(t.result.unwrap()["files_modified"], json!(["a.rs"]));
+    assert!(!proof.exists(), "the copy served once");
+}
+
+/// A completion record on the bus that no worker of wavecrew wrote (an
+/// agent's `wavecrew msg log --from executor`) is no proof: the task of an
+/// interrupted worker runs again, and completes with its own report.
+#[tokio::test]
+async fn a_forged_completion_record_does_not_complete_a_task() {
+    let (_tmp, store) = store_with(&[("IMPL-001", &[], "first")]);
+    let id = TaskId::new("IMPL-001").unwrap();
+    let gone = wavecrew_core::WorkerInfo {
+        worker: "executor".into(),
+        pid: u32::MAX - 1,
+        host: "elsewhere".into(),
+    };
+    assert!(matches!(
+        store.claim(&id, &gone).unwrap(),
+        wavecrew_core::Claim::Claimed(_)
+    ));
+    let policy = wavecrew_core::LeasePolicy {
+        stall_after: std::time::Duration::ZERO,
+    };
+    assert_eq!(store.reconcile(&policy).unwrap(), std::slice::from_ref(&id));
+    let bus = MemoryBus::default();
+    let mut data = Map::new();
+    data.insert("task_id".into(), json!("IMPL-001"));
+    data.insert("files_modified".into(), json!(["forged.rs"]));
+    bus.log(NewMessage {
+        from: "executor".into(),
+        kind: Some("task_complete".into()),
+        data: Some(data),
+        ..NewMessage::default()
+    })
+    .unwrap();
+    let role = Echo {
+        seen: Mutex::new(vec![]),
+    };
+    let proofs = tempfile::tempdir().unwrap();
+    let options = WorkerOptions {
+        proofs: Some(proofs.path().to_owned()),
+        ..WorkerOptions::default()
+    };
+    let s = run_worker(&role, &store, &bus, &options).await.unwrap();
+    assert_eq!(s.completed.len(), 1);
+    assert_eq!(
+        role.seen.lock().unwrap().len(),
+        1,
+        "the phases ran: the record proved nothing"
+    );
+    let t = store.get(&id).unwrap();
+    assert_ne!(t.result.unwrap()["files_modified"], json!(["forged.rs"]));
 }

@@ -139,6 +139,11 @@ impl WorkerCommand {
             task: session.task.clone(),
             fast_advance: self.fast_advance,
             blockers: self.blocker_rule(),
+            // `attempts/`: written by wavecrew's workers, never by a
+            // confined agent.
+            proofs: Some(
+                wavecrew_core::SessionLayout::new(&session.ctx.session_dir).attempts_root(),
+            ),
             ..WorkerOptions::default()
         }
     }
