@@ -642,6 +642,28 @@ mod tests {
         }
     }
 
+    /// An agent replaces the log and the lock with links to a file of the
+    /// user's: a new bus (the next worker) refuses them, naming the link,
+    /// and writes nothing through them; readers refuse them too.
+    #[test]
+    fn links_planted_in_the_bus_folder_are_never_written_through() {
+        let (t, first) = bus();
+        first.log(msg("a")).unwrap();
+        drop(first);
+        let canary = t.path().join("bashrc");
+        std::fs::write(&canary, "# the user's\n").unwrap();
+        let paths = BusPaths::new(t.path(), SessionId::new("TC-t").unwrap());
+        for planted in [paths.log(), paths.lock()] {
+            std::fs::remove_file(&planted).unwrap();
+            std::os::unix::fs::symlink(&canary, &planted).unwrap();
+        }
+        let next = Bus::new(paths, Durability::None);
+        let err = next.log(msg("b")).unwrap_err().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        assert!(next.list(&ListFilter::default()).is_err());
+        assert_eq!(std::fs::read_to_string(&canary).unwrap(), "# the user's\n");
+    }
+
     #[test]
     fn a_torn_last_line_is_skipped_then_repaired() {
         let (_t, bus) = bus();

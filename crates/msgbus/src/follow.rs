@@ -8,7 +8,7 @@
 //! log that shrinks (a `delete` or `clear`) is followed again from its start.
 
 use std::collections::VecDeque;
-use std::fs::File;
+
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -67,11 +67,13 @@ impl Follower {
     }
 
     fn fill(&mut self) -> io::Result<()> {
-        let mut file = match File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
+        let mut file =
+            match wavecrew_sys::no_follow::open(&self.path, std::fs::OpenOptions::new().read(true))
+            {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            };
         let len = file.metadata()?.len();
         if len < self.offset {
             self.offset = 0;

@@ -146,13 +146,17 @@ impl LogFile {
         if handles.is_none() {
             fs::create_dir_all(dir).map_err(|e| BusError::io("creating", dir, e))?;
             let lock_path = &self.lock_path;
-            let lock = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(lock_path)
-                .map_err(|e| BusError::io("opening", lock_path, e))?;
+            // `.msg/` is a folder agents may write: nothing there is
+            // opened through a link they planted.
+            let lock = wavecrew_sys::no_follow::open(
+                lock_path,
+                OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .create(true)
+                    .truncate(false),
+            )
+            .map_err(|e| BusError::io("opening", lock_path, e))?;
             let (log, len) = self.open_log()?;
             *handles = Some(Handles {
                 counter: 0,
@@ -195,12 +199,11 @@ impl LogFile {
 
     fn open_log(&self) -> Result<(File, u64)> {
         let path = &self.log_path;
-        let log = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .open(path)
-            .map_err(|e| BusError::io("opening", path, e))?;
+        let log = wavecrew_sys::no_follow::open(
+            path,
+            OpenOptions::new().read(true).append(true).create(true),
+        )
+        .map_err(|e| BusError::io("opening", path, e))?;
         let meta = log
             .metadata()
             .map_err(|e| BusError::io("reading", path, e))?;
@@ -316,11 +319,12 @@ impl LogFile {
         keep: impl Fn(&BusMessage) -> bool,
     ) -> Result<Vec<BusMessage>> {
         let path = self.paths.log();
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(BusError::io("reading", &path, e)),
-        };
+        let file =
+            match wavecrew_sys::no_follow::open(&path, std::fs::OpenOptions::new().read(true)) {
+                Ok(f) => f,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+                Err(e) => return Err(BusError::io("reading", &path, e)),
+            };
         let mut out = Vec::new();
         if want == 0 {
             return Ok(out);
@@ -370,7 +374,7 @@ impl Drop for LogFile {
 /// Read every complete line of a log file.
 pub fn read_lines(path: &Path) -> Result<Vec<LogLine>> {
     let mut bytes = Vec::new();
-    match File::open(path) {
+    match wavecrew_sys::no_follow::open(path, std::fs::OpenOptions::new().read(true)) {
         Ok(mut f) => {
             f.read_to_end(&mut bytes)
                 .map_err(|e| BusError::io("reading", path, e))?;

@@ -94,11 +94,12 @@ fn fingerprint(file: &File, offset: u64) -> io::Result<String> {
 
 /// The up-to-date summary of the log, using and refreshing the cache.
 pub(crate) fn load(paths: &BusPaths) -> io::Result<Summary> {
-    let mut file = match File::open(paths.log()) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Summary::default()),
-        Err(e) => return Err(e),
-    };
+    let mut file =
+        match wavecrew_sys::no_follow::open(&paths.log(), std::fs::OpenOptions::new().read(true)) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Summary::default()),
+            Err(e) => return Err(e),
+        };
     let len = file.metadata()?.len();
     let cached: Option<Summary> = std::fs::read(paths.summary())
         .ok()

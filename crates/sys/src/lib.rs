@@ -12,6 +12,8 @@
 //! * [`io`]: the I/O error at a path every crate's error carries
 //!   ([`io::PathIoError`]);
 //! * [`lock`]: exclusive file locks ([`lock::FileLock`]);
+//! * [`no_follow`]: a file opened where an agent may write, never through
+//!   a link it planted;
 //! * [`sandbox`]: confining where a child process tree may write
 //!   (Landlock);
 //! * [`netns`] and [`agent_box`]: an agent's network of its own, and the
@@ -36,6 +38,7 @@ pub mod git;
 pub mod io;
 pub mod lock;
 pub mod netns;
+pub mod no_follow;
 pub mod path;
 pub mod process;
 pub mod sandbox;
