@@ -91,8 +91,11 @@ impl SuiteNote {
     }
 }
 
-/// The task runs a context made, by the folder and branch of the work.
-pub(crate) type TaskRuns = Arc<Mutex<HashMap<(PathBuf, String), (Framework, Arc<SuiteRun>)>>>;
+/// The task runs a context made, by the task, and the folder and branch
+/// of its version of the work (a worker that goes on to the next task, in
+/// the same folder in place, never reads the last one's run).
+pub(crate) type TaskRuns =
+    Arc<Mutex<HashMap<(String, PathBuf, String), (Framework, Arc<SuiteRun>)>>>;
 
 impl RoleContext {
     /// The options of every run of the suite the checks make: no coverage,
@@ -117,6 +120,7 @@ impl RoleContext {
         workspace: &Workspace,
     ) -> Result<Option<(Framework, Arc<SuiteRun>, bool)>, String> {
         let key = (
+            task.id.as_str().to_owned(),
             workspace.dir().to_owned(),
             workspace
                 .branch()
@@ -313,4 +317,51 @@ fn read_kept(file: &Path) -> Option<SuiteRun> {
 /// The note of the task's own run.
 pub(crate) fn task_note(run: &SuiteRun, ran: bool) -> SuiteNote {
     SuiteNote::of("task", None, run, ran)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wavecrew_core::TaskId;
+
+    /// A worker that goes on to another task in the same folder (in
+    /// place) never reads the last task's run as its own.
+    #[tokio::test]
+    async fn a_run_is_the_tasks_own() {
+        let (_dir, ctx) = crate::attempt::tests::context();
+        let workspace = Workspace::InPlace {
+            dir: ctx.project_root.clone(),
+        };
+        let first = Task::new(TaskId::new("IMPL-001").unwrap(), "one", "");
+        let run = SuiteRun {
+            framework: "pytest".to_owned(),
+            command: "pytest".to_owned(),
+            exit_code: Some(0),
+            duration_ms: 1,
+            report: TestReport::from_cases(
+                Vec::new(),
+                wavecrew_validation::Source::Report,
+                Vec::new(),
+            ),
+            output_tail: String::new(),
+            network: None,
+        };
+        ctx.task_runs.lock().unwrap().insert(
+            (
+                "IMPL-001".to_owned(),
+                workspace.dir().to_owned(),
+                String::new(),
+            ),
+            (Framework::Pytest, Arc::new(run)),
+        );
+        let kept = ctx.task_suite(&first, &workspace).await.unwrap();
+        assert!(
+            matches!(kept, Some((_, _, false))),
+            "the first task's own run, kept"
+        );
+        let second = Task::new(TaskId::new("IMPL-002").unwrap(), "two", "");
+        // No framework in this folder: nothing ran, and nothing of the
+        // first task's was taken for the second's.
+        assert!(ctx.task_suite(&second, &workspace).await.unwrap().is_none());
+    }
 }
