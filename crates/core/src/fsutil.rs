@@ -26,8 +26,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(|e| CoreError::io("creating", dir, e))?;
-    // Follow symlinks: the mode that matters is the file the name points at.
-    let replaced = fs::metadata(path).ok().filter(fs::Metadata::is_file);
+    // The replaced file's own mode and owner, never a link's target's: the
+    // rename replaces a link itself, and a link an agent planted where
+    // wavecrew writes must not hand the new file the mode or owner of a
+    // file of the user's.
+    let replaced = fs::symlink_metadata(path)
+        .ok()
+        .filter(fs::Metadata::is_file);
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp-")
         // Subject to the umask, like any new file.
@@ -104,7 +109,9 @@ pub fn list_files(dir: &Path) -> Vec<String> {
     fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
         for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let p = e.path();
-            if p.is_dir() {
+            // A link to a folder is listed, never walked into: a folder an
+            // agent wrote (`artifacts/`) may hold `x -> .` twice over.
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
                 walk(base, &p, out);
             } else if let Ok(rel) = p.strip_prefix(base) {
                 out.push(rel.to_string_lossy().into_owned());
@@ -120,6 +127,41 @@ pub fn list_files(dir: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Links planted where wavecrew lists and writes: a folder that links
+    /// back to itself is listed, not walked (no endless or exponential
+    /// walk), and a file written over a link to a file of the user's
+    /// replaces the link without taking that file's mode, nor writing it.
+    #[test]
+    fn links_are_listed_not_walked_and_replaced_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let artifacts = tmp.path().join("artifacts");
+        fs::create_dir_all(artifacts.join("sub")).unwrap();
+        fs::write(artifacts.join("sub/report.md"), "r").unwrap();
+        std::os::unix::fs::symlink(".", artifacts.join("x")).unwrap();
+        std::os::unix::fs::symlink(".", artifacts.join("sub/y")).unwrap();
+        assert_eq!(list_files(&artifacts), ["sub/report.md", "sub/y", "x"]);
+
+        let users = tmp.path().join("bashrc");
+        fs::write(&users, "# the user's\n").unwrap();
+        fs::set_permissions(&users, fs::Permissions::from_mode(0o755)).unwrap();
+        let planted = tmp.path().join("meta.json");
+        std::os::unix::fs::symlink(&users, &planted).unwrap();
+        write_atomic(&planted, b"{}").unwrap();
+        assert_eq!(fs::read_to_string(&users).unwrap(), "# the user's\n");
+        assert!(
+            !fs::symlink_metadata(&planted)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(
+            fs::metadata(&planted).unwrap().permissions().mode() & 0o111,
+            0,
+            "not the link target's mode"
+        );
+    }
 
     #[derive(Debug, serde::Deserialize)]
     #[allow(dead_code)]
