@@ -24,27 +24,7 @@ fn pytest_bin() -> PathBuf {
 /// Write `files` into `root` with a `wavecrew.toml` whose agent is
 /// `python3 <root>/agent.py {task_id}` and `extra` after it, and commit.
 fn commit_project(root: &Path, files: &[(&str, &str)], extra: &str) {
-    std::fs::create_dir_all(root).unwrap();
-    for (rel, text) in files {
-        std::fs::write(root.join(rel), text).unwrap();
-    }
-    let argv = [
-        "python3".to_owned(),
-        root.join("agent.py").display().to_string(),
-        "{task_id}".to_owned(),
-    ];
-    std::fs::write(
-        root.join("wavecrew.toml"),
-        format!(
-            "[aliases]\nagent = \"py\"\ncodex = \"py\"\n\n[backends.py]\nkind = \"command\"\n\
-             argv = {argv:?}\nprompt = \"stdin\"\nstream = \"none\"\n\n\
-             [routing]\nmax_retries = 0\nfallback = []\n{extra}"
-        ),
-    )
-    .unwrap();
-    git(root, &["init", "-q", "-b", "main"]);
-    git(root, &["add", "."]);
-    git(root, &["commit", "-qm", "start"]);
+    crate::untrusted::commit_project(root, files, &["{task_id}"], extra);
 }
 
 /// `wavecrew <args>` in `root` with pytest on `PATH` and `env`: its exit

@@ -60,7 +60,7 @@ fn app_root(tmp: &TempProject) -> PathBuf {
 /// Write `files` into the project at `root`, with a `wavecrew.toml` whose
 /// agent is `python3 <root>/agent.py <args…>` (argv; `{task_id}` is a
 /// placeholder) and `extra` after it, then commit them all on `main`.
-fn commit_project(root: &Path, files: &[(&str, &str)], args: &[&str], extra: &str) {
+pub(crate) fn commit_project(root: &Path, files: &[(&str, &str)], args: &[&str], extra: &str) {
     std::fs::create_dir_all(root).unwrap();
     for (rel, text) in files {
         std::fs::write(root.join(rel), text).unwrap();

@@ -187,20 +187,20 @@ fn bench(c: &mut Criterion) {
                 .unwrap()
         });
     });
-    let checks = wavecrew_sys::sandbox::CommandBox {
+    let checks = wavecrew_sys::confined::CommandBox {
         writable: vec![home.path().to_owned()],
-        ..wavecrew_sys::sandbox::CommandBox::default()
+        ..wavecrew_sys::confined::CommandBox::default()
     };
     // The default box of the checks: the agent's environment rule and a
     // network of its own through `wavecrew-box` and an egress proxy (the
     // box is found beside the bench's binary, or by `WAVECREW_BOX`).
-    let networked = wavecrew_sys::sandbox::CommandBox {
+    let networked = wavecrew_sys::confined::CommandBox {
         writable: vec![home.path().to_owned()],
         withheld_env: vec!["DEPLOY_TOKEN".to_owned()],
-        network: wavecrew_sys::sandbox::Network::Allowlist(
+        network: wavecrew_sys::confined::Network::Allowlist(
             wavecrew_sys::allow_hosts::AllowList::parse(&["registry.npmjs.org"]).unwrap(),
         ),
-        ..wavecrew_sys::sandbox::CommandBox::default()
+        ..wavecrew_sys::confined::CommandBox::default()
     };
     g.bench_function("check_plain", |b| {
         b.iter(|| {

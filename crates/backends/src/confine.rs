@@ -21,8 +21,8 @@
 use std::path::{Path, PathBuf};
 
 use wavecrew_sys::allow_hosts::AllowList;
+use wavecrew_sys::confined::{CommandBox, Network};
 use wavecrew_sys::git::WorkTreeGit;
-use wavecrew_sys::sandbox::{CommandBox, Network};
 
 use crate::config::{Config, NetworkMode, SandboxMode};
 

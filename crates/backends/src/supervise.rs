@@ -80,8 +80,8 @@ pub struct Spawn {
 }
 
 /// The network a confined agent gets (`[isolation] network`): the same
-/// as the checks of its work get ([`wavecrew_sys::sandbox::Network`]).
-pub type AgentNetwork = wavecrew_sys::sandbox::Network;
+/// as the checks of its work get ([`wavecrew_sys::confined::Network`]).
+pub type AgentNetwork = wavecrew_sys::confined::Network;
 
 impl Spawn {
     /// `program args…` in `cwd`, stdin `/dev/null`, environment inherited.
@@ -283,13 +283,13 @@ pub async fn supervise_until(
         network: None,
     };
     // The agent's confinement, made by the one spawner of everything that
-    // runs an agent's code (`wavecrew_sys::sandbox::Confined`): a network
+    // runs an agent's code (`wavecrew_sys::confined::Confined`): a network
     // of its own comes from the box, which also confines the agent
     // (wavecrew starts the box, the box becomes the agent); else a
     // confined thread starts it.
     let confined = match &spawn.writable {
         Some(writable) => {
-            let rules = wavecrew_sys::sandbox::CommandBox {
+            let rules = wavecrew_sys::confined::CommandBox {
                 writable: writable.clone(),
                 hidden: spawn.hidden.clone(),
                 required: spawn.required,

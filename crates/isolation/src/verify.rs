@@ -32,7 +32,7 @@ pub struct Verify {
     pub copy: Vec<String>,
     /// The box it runs in: it builds and tests the agents' work, so it may
     /// write no more than they may (`None`: unconfined).
-    pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
+    pub confined: Option<wavecrew_sys::confined::CommandBox>,
 }
 
 /// The most of a failed verify's output a verdict carries (its end).

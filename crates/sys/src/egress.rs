@@ -277,6 +277,26 @@ async fn vetted(
     Ok(addrs)
 }
 
+/// A connection to `host:port` for the tree: allowed by the list, to
+/// addresses [`vetted`]; else why not, for the log, and the status to
+/// answer.
+async fn upstream(
+    host: &str,
+    port: u16,
+    allow: &AllowList,
+    resolver: &Resolver,
+) -> Result<TcpStream, (String, &'static str)> {
+    if !allow.allows(host, port) {
+        return Err(("not allowed".to_owned(), "403 Forbidden"));
+    }
+    let addrs = vetted(host, port, allow, resolver)
+        .await
+        .map_err(|why| (why, "403 Forbidden"))?;
+    TcpStream::connect(&addrs[..])
+        .await
+        .map_err(|_| ("unreachable".to_owned(), "502 Bad Gateway"))
+}
+
 /// The host named by a request head's `Host` header, when it has one.
 fn host_header(lines: &[&str]) -> Option<String> {
     lines.iter().find_map(|l| {
@@ -452,20 +472,12 @@ async fn serve(
             return refuse(&mut conn, "400 Bad Request").await;
         };
         let name = format!("{}:{port}", bracket(&host));
-        if !allow.allows(&host, port) {
-            record(false, format!("{name} not allowed"));
-            return refuse(&mut conn, "403 Forbidden").await;
-        }
-        let addrs = match vetted(&host, port, allow, resolver).await {
-            Ok(addrs) => addrs,
-            Err(why) => {
+        let mut upstream = match upstream(&host, port, allow, resolver).await {
+            Ok(upstream) => upstream,
+            Err((why, status)) => {
                 record(false, format!("{name} {why}"));
-                return refuse(&mut conn, "403 Forbidden").await;
+                return refuse(&mut conn, status).await;
             }
-        };
-        let Ok(mut upstream) = TcpStream::connect(&addrs[..]).await else {
-            record(false, format!("{name} unreachable"));
-            return refuse(&mut conn, "502 Bad Gateway").await;
         };
         conn.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
             .await?;
@@ -546,16 +558,12 @@ async fn serve(
         );
         return refuse(&mut conn, "400 Bad Request").await;
     }
-    let addrs = match vetted(&host, port, allow, resolver).await {
-        Ok(addrs) => addrs,
-        Err(why) => {
+    let mut upstream = match upstream(&host, port, allow, resolver).await {
+        Ok(upstream) => upstream,
+        Err((why, status)) => {
             record(false, format!("{name} {why}"));
-            return refuse(&mut conn, "403 Forbidden").await;
+            return refuse(&mut conn, status).await;
         }
-    };
-    let Ok(mut upstream) = TcpStream::connect(&addrs[..]).await else {
-        record(false, format!("{name} unreachable"));
-        return refuse(&mut conn, "502 Bad Gateway").await;
     };
     record(true, name);
     let mut forwarded = format!("{method} {path} {version}\r\n");

@@ -16,6 +16,8 @@
 //!   a link it planted;
 //! * [`sandbox`]: confining where a child process tree may write
 //!   (Landlock);
+//! * [`confined`]: the one spawner of the agent and of every check of its
+//!   work (the rules, the box, the proxy);
 //! * [`netns`] and [`agent_box`]: an agent's network of its own, and the
 //!   `wavecrew-box` process that sets it and the write rules up before it
 //!   becomes the agent (or a check of its work);
@@ -33,6 +35,7 @@
 
 pub mod agent_box;
 pub mod allow_hosts;
+pub mod confined;
 pub mod egress;
 pub mod git;
 pub mod io;

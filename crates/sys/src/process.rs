@@ -141,7 +141,7 @@ pub fn run_to_log(
     cwd: &std::path::Path,
     log: &std::path::Path,
     limit: Duration,
-    confined: Option<&crate::sandbox::CommandBox>,
+    confined: Option<&crate::confined::CommandBox>,
 ) -> std::io::Result<LoggedEnd> {
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir)?;

@@ -53,7 +53,7 @@ pub struct AcceptanceOptions {
     /// The box its commands run in (they run the agent's work), or `None`
     /// (anywhere, as the caller). Default: a box that may write only the
     /// command's folder and a temporary folder of its own.
-    pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
+    pub confined: Option<wavecrew_sys::confined::CommandBox>,
     /// The task's one run of the project's test suite, when the caller
     /// made it: a command that runs that suite
     /// ([`crate::Framework::runs_suite`]) is judged by it instead of
@@ -89,7 +89,7 @@ impl Default for AcceptanceOptions {
             strategy: Strategy::Evidence,
             implementation_text: String::new(),
             env: BTreeMap::new(),
-            confined: Some(wavecrew_sys::sandbox::CommandBox::default()),
+            confined: Some(wavecrew_sys::confined::CommandBox::default()),
             suite: None,
         }
     }

@@ -13,8 +13,8 @@ use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::time::Instant;
+use wavecrew_sys::confined::CommandBox;
 use wavecrew_sys::process::{Pgid, Tail, new_group, terminate};
-use wavecrew_sys::sandbox::CommandBox;
 
 /// How much of each stream is kept.
 pub const OUTPUT_LIMIT: usize = 256 * 1024;
@@ -321,7 +321,7 @@ pub async fn run(cmd: &Cmd) -> Output {
         duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
         network: boxed
             .as_ref()
-            .map(wavecrew_sys::sandbox::Boxed::network_log),
+            .map(wavecrew_sys::confined::Boxed::network_log),
     }
 }
 

@@ -41,7 +41,7 @@ pub struct TestOptions {
     /// The box its commands run in (they run the agent's work), or `None`
     /// (anywhere, as the caller). Default: a box that may write only the
     /// project's folder, the reports and a temporary folder of its own.
-    pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
+    pub confined: Option<wavecrew_sys::confined::CommandBox>,
 }
 
 impl Default for TestOptions {
@@ -52,7 +52,7 @@ impl Default for TestOptions {
             timeout: Duration::from_secs(600),
             env: BTreeMap::new(),
             evidence_dir: None,
-            confined: Some(wavecrew_sys::sandbox::CommandBox::default()),
+            confined: Some(wavecrew_sys::confined::CommandBox::default()),
         }
     }
 }

@@ -29,7 +29,7 @@ pub struct SyntaxOptions {
     /// The box its commands run in (they run the agent's work), or `None`
     /// (anywhere, as the caller). Default: a box that may write only the
     /// project's folder and a temporary folder of its own.
-    pub confined: Option<wavecrew_sys::sandbox::CommandBox>,
+    pub confined: Option<wavecrew_sys::confined::CommandBox>,
 }
 
 impl Default for SyntaxOptions {
@@ -38,7 +38,7 @@ impl Default for SyntaxOptions {
             timeout: Duration::from_secs(30),
             changed_files: Vec::new(),
             env: BTreeMap::new(),
-            confined: Some(wavecrew_sys::sandbox::CommandBox::default()),
+            confined: Some(wavecrew_sys::confined::CommandBox::default()),
         }
     }
 }

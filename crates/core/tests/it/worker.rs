@@ -206,25 +206,31 @@ async fn a_failing_phase_is_reported_and_the_task_fails() {
     );
 }
 
-#[tokio::test]
-async fn a_task_whose_completion_is_on_the_bus_is_not_done_twice() {
-    // A worker was killed after its record and before the store update:
-    // the task stayed in progress under its lease until reconcile reset it.
-    let (_tmp, store) = store_with(&[("IMPL-001", &[], "first")]);
-    let id = TaskId::new("IMPL-001").unwrap();
+/// `id` claimed by a worker that is gone, and reset by reconcile: a task
+/// whose worker was killed while it worked.
+fn interrupted(store: &FileTaskStore, id: &TaskId) {
     let gone = wavecrew_core::WorkerInfo {
         worker: "executor".into(),
         pid: u32::MAX - 1,
         host: "elsewhere".into(),
     };
     assert!(matches!(
-        store.claim(&id, &gone).unwrap(),
+        store.claim(id, &gone).unwrap(),
         wavecrew_core::Claim::Claimed(_)
     ));
     let policy = wavecrew_core::LeasePolicy {
         stall_after: std::time::Duration::ZERO,
     };
-    assert_eq!(store.reconcile(&policy).unwrap(), std::slice::from_ref(&id));
+    assert_eq!(store.reconcile(&policy).unwrap(), std::slice::from_ref(id));
+}
+
+#[tokio::test]
+async fn a_task_whose_completion_is_on_the_bus_is_not_done_twice() {
+    // A worker was killed after its record and before the store update:
+    // the task stayed in progress under its lease until reconcile reset it.
+    let (_tmp, store) = store_with(&[("IMPL-001", &[], "first")]);
+    let id = TaskId::new("IMPL-001").unwrap();
+    interrupted(&store, &id);
     let bus = MemoryBus::default();
     let mut data = Map::new();
     data.insert("task_id".into(), json!("IMPL-001"));
@@ -269,19 +275,7 @@ async fn a_task_whose_completion_is_on_the_bus_is_not_done_twice() {
 async fn a_forged_completion_record_does_not_complete_a_task() {
     let (_tmp, store) = store_with(&[("IMPL-001", &[], "first")]);
     let id = TaskId::new("IMPL-001").unwrap();
-    let gone = wavecrew_core::WorkerInfo {
-        worker: "executor".into(),
-        pid: u32::MAX - 1,
-        host: "elsewhere".into(),
-    };
-    assert!(matches!(
-        store.claim(&id, &gone).unwrap(),
-        wavecrew_core::Claim::Claimed(_)
-    ));
-    let policy = wavecrew_core::LeasePolicy {
-        stall_after: std::time::Duration::ZERO,
-    };
-    assert_eq!(store.reconcile(&policy).unwrap(), std::slice::from_ref(&id));
+    interrupted(&store, &id);
     let bus = MemoryBus::default();
     let mut data = Map::new();
     data.insert("task_id".into(), json!("IMPL-001"));

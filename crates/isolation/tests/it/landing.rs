@@ -464,19 +464,24 @@ fn each_candidate_starts_clean_of_what_an_earlier_verify_left() {
     use wavecrew_isolation::{Verify, Work};
     let p = Project::new();
     p.write(".gitignore", ".env\n.workflow/\nbuild/\n");
-    p.git(&["commit", "-qam", "ignore build/"]);
+    // The check, a program of the project's (argv, no shell).
+    p.write(
+        "check.py",
+        "import os, pathlib, sys\n\
+         if os.path.exists('build/leftover') or os.path.exists('stray.txt') \
+         or 'dirty' in pathlib.Path('README').read_text():\n\
+         \x20   sys.exit('an earlier check left files behind')\n\
+         pathlib.Path('build').mkdir(exist_ok=True)\n\
+         pathlib.Path('build/leftover').write_text('x')\n\
+         pathlib.Path('stray.txt').write_text('x')\n\
+         with open('README', 'a') as f:\n\
+         \x20   f.write('dirty\\n')\n",
+    );
+    p.git(&["add", "check.py"]);
+    p.git(&["commit", "-qam", "ignore build/, the check"]);
     let s = p.start("S-clean-candidate");
     let verify = Verify {
-        argv: [
-            "sh",
-            "-c",
-            "if [ -e build/leftover ] || [ -e stray.txt ] || grep -q dirty README; then \
-             echo 'an earlier check left files behind' >&2; exit 4; fi; \
-             mkdir -p build && echo x > build/leftover && echo x > stray.txt && \
-             echo dirty >> README",
-        ]
-        .map(str::to_owned)
-        .to_vec(),
+        argv: ["python3", "check.py"].map(str::to_owned).to_vec(),
         timeout: std::time::Duration::from_secs(30),
         copy: Vec::new(),
         confined: None,

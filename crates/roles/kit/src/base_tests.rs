@@ -18,7 +18,7 @@ use wavecrew_core::role::PhaseError;
 use wavecrew_validation::{TestDrift, touches_tests};
 
 use crate::context::RoleContext;
-use crate::suite::{SuiteNote, task_note};
+use crate::suite_run::{SuiteNote, task_note};
 use crate::workspace::Workspace;
 
 /// The two runs and what changed between them.

@@ -92,7 +92,7 @@ pub struct RoleContext {
     pub(crate) integration: Arc<std::sync::OnceLock<wavecrew_isolation::Integration>>,
     /// The task's runs of the project's suite made so far (shared by
     /// clones): one per version of the work ([`crate::suite`]).
-    pub(crate) task_runs: crate::suite::TaskRuns,
+    pub(crate) task_runs: crate::suite_run::TaskRuns,
 }
 
 impl std::fmt::Debug for RoleContext {

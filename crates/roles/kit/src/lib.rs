@@ -55,6 +55,7 @@ pub mod review_gate;
 pub mod run;
 pub mod session;
 pub mod suite;
+pub mod suite_run;
 pub mod worker_command;
 pub mod workspace;
 

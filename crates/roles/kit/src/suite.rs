@@ -18,84 +18,16 @@
 //! Every run (made, or kept) is noted ([`SuiteNote`]) for the task's
 //! evidence, with its time.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
 use wavecrew_core::Task;
 use wavecrew_core::role::PhaseError;
-use wavecrew_validation::{
-    AcceptanceOptions, Framework, SuiteVerdict, TestOptions, TestReport, TestRunner,
-};
+use wavecrew_validation::{AcceptanceOptions, Framework, SuiteVerdict, TestOptions, TestRunner};
 
 use crate::context::RoleContext;
+pub use crate::suite_run::{SuiteNote, SuiteRun};
 use crate::workspace::Workspace;
-
-/// One run of the suite, as the cache keeps it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SuiteRun {
-    /// The framework's name (`pytest`, `jest`, …).
-    pub framework: String,
-    /// The command line it ran as.
-    pub command: String,
-    /// Its exit code.
-    pub exit_code: Option<i32>,
-    /// How long it ran.
-    pub duration_ms: u64,
-    /// What its reporter said.
-    pub report: TestReport,
-    /// The end of what it printed.
-    #[serde(default)]
-    pub output_tail: String,
-    /// What its network did, when it ran in a box.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<wavecrew_sys::egress::NetworkLog>,
-}
-
-/// A run of the suite a task's checks used, for its evidence.
-#[derive(Debug, Clone, Serialize)]
-pub struct SuiteNote {
-    /// Whose tree: `task` (its work) or `base` (the commit it started from).
-    pub of: &'static str,
-    /// The base's tree id (the cache's key).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tree: Option<String>,
-    /// Whether it ran for this check (false: kept from an earlier one).
-    pub ran: bool,
-    /// The command line.
-    pub command: String,
-    /// Its exit code.
-    pub exit_code: Option<i32>,
-    /// The tests its report lists.
-    pub tests: usize,
-    /// How long it ran (when kept, how long it ran then).
-    pub duration_ms: u64,
-    /// What its network did, when it ran in a box.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub network: Option<wavecrew_sys::egress::NetworkLog>,
-}
-
-impl SuiteNote {
-    fn of(of: &'static str, tree: Option<String>, run: &SuiteRun, ran: bool) -> Self {
-        SuiteNote {
-            of,
-            tree,
-            ran,
-            command: run.command.clone(),
-            exit_code: run.exit_code,
-            tests: run.report.cases.len(),
-            duration_ms: run.duration_ms,
-            network: run.network.clone(),
-        }
-    }
-}
-
-/// The task runs a context made, by the task, and the folder and branch
-/// of its version of the work (a worker that goes on to the next task, in
-/// the same folder in place, never reads the last one's run).
-pub(crate) type TaskRuns =
-    Arc<Mutex<HashMap<(String, PathBuf, String), (Framework, Arc<SuiteRun>)>>>;
 
 impl RoleContext {
     /// The options of every run of the suite the checks make: no coverage,
@@ -148,15 +80,7 @@ impl RoleContext {
         };
         let framework = runner.framework().clone();
         let run = runner.run().await.map_err(|e| e.to_string())?;
-        let run = Arc::new(SuiteRun {
-            framework: framework.name().to_owned(),
-            command: run.command,
-            exit_code: run.exit_code,
-            duration_ms: run.duration_ms,
-            report: run.report,
-            output_tail: run.output_tail,
-            network: run.network,
-        });
+        let run = Arc::new(SuiteRun::of(&framework, run));
         self.task_runs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -288,15 +212,7 @@ impl RoleContext {
         let owner = integration.clone();
         let _ = tokio::task::spawn_blocking(move || owner.remove_worktree(&removed)).await;
         let run = ran?;
-        let run = SuiteRun {
-            framework: framework.name().to_owned(),
-            command: run.command,
-            exit_code: run.exit_code,
-            duration_ms: run.duration_ms,
-            report: run.report,
-            output_tail: run.output_tail,
-            network: run.network,
-        };
+        let run = SuiteRun::of(framework, run);
         // Kept only when it says something (a run that listed no test may
         // be the environment's fault: the next task tries again).
         if !run.report.cases.is_empty() {
@@ -312,11 +228,6 @@ impl RoleContext {
 fn read_kept(file: &Path) -> Option<SuiteRun> {
     let text = std::fs::read_to_string(file).ok()?;
     serde_json::from_str(&text).ok()
-}
-
-/// The note of the task's own run.
-pub(crate) fn task_note(run: &SuiteRun, ran: bool) -> SuiteNote {
-    SuiteNote::of("task", None, run, ran)
 }
 
 #[cfg(test)]
@@ -338,7 +249,7 @@ mod tests {
             command: "pytest".to_owned(),
             exit_code: Some(0),
             duration_ms: 1,
-            report: TestReport::from_cases(
+            report: wavecrew_validation::TestReport::from_cases(
                 Vec::new(),
                 wavecrew_validation::Source::Report,
                 Vec::new(),

@@ -847,7 +847,7 @@ impl RoleContext {
     /// tests, setup): what the agent may write, no more
     /// ([`wavecrew_backends::confine::command_box`]); `None` when agents are
     /// not confined.
-    pub fn command_box(&self) -> Option<wavecrew_sys::sandbox::CommandBox> {
+    pub fn command_box(&self) -> Option<wavecrew_sys::confined::CommandBox> {
         wavecrew_backends::confine::command_box(&self.config, &self.project_root)
     }
 
